@@ -1,0 +1,110 @@
+"""Device and dtype resolution, random generators and the memory budget.
+
+Every numeric path in tensorprob runs in torch on one ``device`` and ``dtype`` chosen
+here: ``device="auto"`` picks CUDA when it is available; the default dtype is float64 on
+the CPU and float32 on CUDA. Random choices take ``random_state`` (None, an int, a NumPy
+``Generator``/``RandomState`` or a ``torch.Generator``), turned into a ``torch.Generator``
+on the target device so that draws happen where the data lives.
+"""
+from __future__ import annotations
+
+from typing import Union
+
+import numpy as np
+import torch
+
+from ._config import get_config
+
+DeviceLike = Union[str, torch.device, None]
+RandomStateLike = Union[None, int, np.integer, np.random.Generator, np.random.RandomState, torch.Generator]
+
+
+def resolve_device(device: DeviceLike = "auto") -> torch.device:
+    """Turn ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device`` into a device.
+
+    Raises
+    ------
+    ValueError
+        If CUDA is asked for and not available, or the string is not a device.
+    """
+    if device is None or (isinstance(device, str) and device == "auto"):
+        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str):
+        try:
+            dev = torch.device(device)
+        except RuntimeError as exc:
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or a torch.device, got {device!r}") from exc
+    else:
+        raise TypeError(f"device must be a string or torch.device, got {type(device).__name__}")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={str(device)!r} was asked for but CUDA is not available on this machine "
+                "(torch.cuda.is_available() is False); use device='cpu' or device='auto'"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA device(s) present")
+    elif dev.type != "cpu":
+        raise ValueError(f"device type {dev.type!r} is not supported; use 'cpu' or 'cuda'")
+    return dev
+
+
+def resolve_dtype(dtype: Union[str, torch.dtype, None], device: torch.device) -> torch.dtype:
+    """Default floating dtype for ``device`` (float64 on CPU, float32 on CUDA) unless given."""
+    if dtype is None:
+        return torch.float32 if device.type == "cuda" else torch.float64
+    if isinstance(dtype, str):
+        table = {"float32": torch.float32, "float64": torch.float64, "single": torch.float32, "double": torch.float64}
+        if dtype not in table:
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+        return table[dtype]
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
+
+
+def seed_from_random_state(random_state: RandomStateLike) -> int:
+    """Derive a 63-bit integer seed from any accepted ``random_state``."""
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+    if isinstance(random_state, (bool, np.bool_)):
+        raise TypeError("random_state must be None, an int, a NumPy Generator or a torch.Generator, not a bool")
+    if isinstance(random_state, (int, np.integer)):
+        if int(random_state) < 0:
+            raise ValueError(f"random_state must be non-negative, got {random_state}")
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, torch.Generator):
+        return int(torch.randint(0, 2**62, (1,), generator=random_state).item())
+    raise TypeError(
+        "random_state must be None, an int, a NumPy Generator/RandomState or a torch.Generator, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def make_generator(random_state: RandomStateLike, device: torch.device) -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded from ``random_state``.
+
+    A ``torch.Generator`` already on ``device`` is returned as it is (draws advance it).
+    """
+    if isinstance(random_state, torch.Generator) and random_state.device.type == device.type:
+        return random_state
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed_from_random_state(random_state))
+    return gen
+
+
+def chunk_rows(bytes_per_row: int, n_rows: int, memory_budget: int | None = None) -> int:
+    """Number of rows per chunk so that one chunk's temporaries fit the memory budget."""
+    budget = get_config()["memory_budget"] if memory_budget is None else int(memory_budget)
+    return int(max(1, min(n_rows, budget // max(1, int(bytes_per_row)))))
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """Detach, move to the CPU and convert to NumPy."""
+    return t.detach().cpu().numpy()

@@ -1,0 +1,5 @@
+"""Encoding of raw data as integer codes, and discretization of continuous columns."""
+from ._discretize import Discretizer, discretize, mdl_cut_points
+from ._encode import Encoded, Encoder, encode, encode_labels
+
+__all__ = ["Discretizer", "Encoded", "Encoder", "discretize", "encode", "encode_labels", "mdl_cut_points"]

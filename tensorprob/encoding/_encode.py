@@ -1,0 +1,351 @@
+"""Raw data (NumPy, torch, pandas; any dtype) to integer codes, cardinalities and names."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from .._config import get_config
+from ._discretize import Discretizer
+
+
+def _is_missing(values: np.ndarray) -> np.ndarray:
+    """Boolean mask of None / NaN / pandas NA entries of a 1-D array of any dtype."""
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind == "O":
+        out = np.fromiter((v is None or (isinstance(v, float) and v != v) or _is_pd_na(v) for v in values),
+                          dtype=bool, count=values.size)
+        return out
+    return np.zeros(values.shape, dtype=bool)
+
+
+def _is_pd_na(v: Any) -> bool:
+    t = type(v).__name__
+    return t in ("NAType", "NaTType")
+
+
+def _columns(X: Any) -> tuple[list[np.ndarray], list[str] | None, list[bool]]:
+    """Split X into 1-D column arrays; return names (when X has them) and pandas categorical flags."""
+    if hasattr(X, "iloc") and hasattr(X, "columns"):  # pandas DataFrame
+        cols, cat = [], []
+        for name in X.columns:
+            s = X[name]
+            is_cat = str(s.dtype) in ("category", "string", "boolean") or s.dtype == object
+            if str(s.dtype) == "category":
+                arr = np.asarray(s.astype(object))
+            elif str(s.dtype) in ("string", "boolean") or str(s.dtype).startswith(("Int", "UInt", "Float")):
+                arr = np.asarray(s.astype(object))
+                if str(s.dtype).startswith(("Int", "UInt", "Float")):
+                    is_cat = False
+                    miss = _is_missing(arr)
+                    vals = np.full(arr.shape, np.nan)
+                    vals[~miss] = arr[~miss].astype(np.float64)
+                    if str(s.dtype).startswith(("Int", "UInt")) and not miss.any():
+                        arr = vals.astype(np.int64)
+                    else:
+                        arr = vals
+            else:
+                arr = np.asarray(s)
+            cols.append(arr)
+            cat.append(is_cat)
+        return cols, [str(c) for c in X.columns], cat
+    if hasattr(X, "iloc"):  # pandas Series
+        return _columns(X.to_frame())
+    if hasattr(X, "detach"):  # torch tensor
+        X = X.detach().cpu().numpy()
+    X = np.asarray(X)
+    if X.ndim == 1:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got a 1-D array of shape {X.shape}; "
+                         "use X.reshape(-1, 1) for a single feature")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    return [X[:, j] for j in range(X.shape[1])], None, [False] * X.shape[1]
+
+
+def _numeric_view(col: np.ndarray) -> np.ndarray | None:
+    """Float/int view of an object column whose non-missing entries are all real numbers, else None."""
+    if col.dtype.kind != "O":
+        return None
+    miss = _is_missing(col)
+    vals = col[~miss]
+    if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+               for v in vals):
+        return None
+    if all(isinstance(v, (int, np.integer)) for v in vals) and not miss.any():
+        return col.astype(np.int64)
+    out = np.full(col.shape, np.nan)
+    out[~miss] = vals.astype(np.float64)
+    return out
+
+
+class Encoder:
+    """Fitted mapping from raw columns to integer codes (see :func:`encode`).
+
+    Attributes
+    ----------
+    feature_names_ : list of str
+    cardinalities_ : ndarray of int64
+        Alphabet size of every column.
+    kinds_ : list of {"categorical", "codes", "discretized"}
+    categories_ : list of ndarray or None
+        For categorical and code columns, the value of each code (sorted).
+    discretizer_ : Discretizer or object or None
+        Fitted discretizer of the continuous columns (in the order they appear).
+    """
+
+    def __init__(self, discretizer: Any = "uniform", n_bins: int = 5, max_categories: int | None = None,
+                 missing_code: int | None = -1) -> None:
+        self.discretizer = discretizer
+        self.n_bins = n_bins
+        self.max_categories = max_categories
+        self.missing_code = missing_code
+
+    # -- fitting -------------------------------------------------------------------------
+    def fit_transform(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> np.ndarray:
+        cols, names, pandas_cat = _columns(X)
+        n_rows = cols[0].shape[0] if cols else 0
+        if n_rows == 0 or not cols:
+            raise ValueError(f"X is empty ({n_rows} rows, {len(cols)} columns)")
+        if feature_names is not None:
+            if len(feature_names) != len(cols):
+                raise ValueError(f"feature_names has {len(feature_names)} entries but X has {len(cols)} columns")
+            names = [str(n) for n in feature_names]
+        if names is None:
+            names = [f"x{j}" for j in range(len(cols))]
+        limit = self.max_categories if self.max_categories is not None else get_config()["max_categories"]
+        kinds: list[str] = []
+        cats: list[np.ndarray | None] = []
+        codes = np.empty((n_rows, len(cols)), dtype=np.int64)
+        cont_idx: list[int] = []
+        for j, col in enumerate(cols):
+            if col.dtype.kind == "O" and not pandas_cat[j]:
+                num = _numeric_view(col)
+                col = col if num is None else num
+            elif col.dtype.kind == "O":
+                num = _numeric_view(col)
+                if num is not None and num.dtype.kind == "f":
+                    col = num  # a pandas object column holding floats: continuous
+            kind = col.dtype.kind
+            if kind in "iu":
+                miss = (col == self.missing_code) if self.missing_code is not None else np.zeros(n_rows, bool)
+                uniq = np.unique(col[~miss])
+                if uniq.size <= limit:
+                    kinds.append("codes")
+                    cats.append(uniq)
+                    codes[:, j] = np.where(miss, -1, np.searchsorted(uniq, col))
+                else:
+                    kinds.append("discretized")
+                    cats.append(None)
+                    cols[j] = np.where(miss, np.nan, col.astype(np.float64))
+                    cont_idx.append(j)
+            elif kind in "fc":
+                if kind == "c":
+                    raise TypeError(f"column {names[j]!r} is complex-valued; tensorprob handles real or categorical data")
+                kinds.append("discretized")
+                cats.append(None)
+                cols[j] = col.astype(np.float64)
+                cont_idx.append(j)
+            elif kind in "bOUSM" or pandas_cat[j]:
+                miss = _is_missing(col) if kind == "O" else np.zeros(n_rows, bool)
+                vals = col[~miss]
+                try:
+                    uniq, inv = np.unique(vals, return_inverse=True)
+                except TypeError:  # mixed types: order by their text
+                    vals = vals.astype(str)
+                    uniq, inv = np.unique(vals, return_inverse=True)
+                if uniq.size > limit:
+                    raise ValueError(
+                        f"column {names[j]!r} has {uniq.size} categories, above max_categories={limit}; "
+                        "raise the limit with tensorprob.config_context(max_categories=...) or pass max_categories"
+                    )
+                kinds.append("categorical")
+                cats.append(uniq)
+                codes[:, j] = -1
+                codes[~miss, j] = inv.ravel()
+            else:
+                raise TypeError(f"column {names[j]!r} has unsupported dtype {col.dtype}")
+        self.discretizer_ = None
+        if cont_idx:
+            if self.discretizer is None:
+                raise ValueError(
+                    f"column {names[cont_idx[0]]!r} is continuous ({len(cont_idx)} continuous column(s) in all) but "
+                    "discretizer=None; pass discretizer='uniform'|'quantile'|'mdl' or encode the data first"
+                )
+            cont = np.stack([cols[j] for j in cont_idx], axis=1)
+            if np.isinf(cont).any():
+                bad = names[cont_idx[int(np.flatnonzero(np.isinf(cont).any(0))[0])]]
+                raise ValueError(f"column {bad!r} contains infinite values")
+            if isinstance(self.discretizer, str):
+                disc = Discretizer(n_bins=self.n_bins, strategy=self.discretizer)
+            else:  # a user object: fit a copy, never the caller's instance
+                from sklearn.base import clone
+
+                disc = clone(self.discretizer) if hasattr(self.discretizer, "get_params") else self.discretizer
+            out = np.asarray(disc.fit_transform(cont, y) if isinstance(disc, Discretizer) else disc.fit_transform(cont))
+            codes[:, cont_idx] = out.astype(np.int64)
+            self.discretizer_ = disc
+        cards = np.empty(len(cols), dtype=np.int64)
+        dj = 0
+        for j in range(len(cols)):
+            if kinds[j] == "discretized":
+                if isinstance(self.discretizer_, Discretizer):
+                    cards[j] = self.discretizer_.n_bins_[dj]
+                else:
+                    cards[j] = max(1, int(codes[:, j].max()) + 1)
+                dj += 1
+            else:
+                cards[j] = max(1, len(cats[j]))
+        self.feature_names_ = list(names)
+        self.kinds_ = kinds
+        self.categories_ = cats
+        self.cardinalities_ = cards
+        self._cont_idx = cont_idx
+        return _compact(codes, cards)
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Encode new data with the fitted categories and bins.
+
+        Raises
+        ------
+        ValueError
+            On a category never seen when fitting, or a different number of columns.
+        """
+        if not hasattr(self, "kinds_"):
+            raise ValueError("this Encoder is not fitted yet")
+        cols, _, _ = _columns(X)
+        if len(cols) != len(self.kinds_):
+            raise ValueError(f"X has {len(cols)} columns, the encoder was fitted on {len(self.kinds_)}")
+        n_rows = cols[0].shape[0]
+        codes = np.empty((n_rows, len(cols)), dtype=np.int64)
+        for j, (kind, cat) in enumerate(zip(self.kinds_, self.categories_)):
+            if kind == "discretized":
+                continue
+            col = cols[j]
+            if kind == "codes":
+                num = _numeric_view(col)
+                col = col if num is None else num
+                miss = (col == self.missing_code) if self.missing_code is not None else np.zeros(n_rows, bool)
+                if col.dtype.kind == "f":
+                    miss |= np.isnan(col)
+            else:
+                miss = _is_missing(col) if col.dtype.kind == "O" else np.zeros(n_rows, bool)
+            vals = col[~miss]
+            try:
+                pos = np.searchsorted(cat, vals).clip(0, len(cat) - 1)
+                ok = cat[pos] == vals
+            except TypeError:
+                cs = cat.astype(str)
+                vs = vals.astype(str)
+                pos = np.searchsorted(cs, vs).clip(0, len(cs) - 1)
+                ok = cs[pos] == vs
+            if not np.all(ok):
+                raise ValueError(f"column {self.feature_names_[j]!r} has a value not seen when fitting: "
+                                 f"{vals[~np.asarray(ok)][0]!r}")
+            codes[:, j] = -1
+            codes[~miss, j] = pos
+        if self._cont_idx:
+            cont = np.stack([np.asarray(cols[j], dtype=np.float64) for j in self._cont_idx], axis=1)
+            codes[:, self._cont_idx] = np.asarray(self.discretizer_.transform(cont)).astype(np.int64)
+        return _compact(codes, self.cardinalities_)
+
+
+def _compact(codes: np.ndarray, cards: np.ndarray) -> np.ndarray:
+    """Store codes in the smallest signed integer dtype that holds every cardinality."""
+    top = int(cards.max()) if cards.size else 1
+    for dt in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(dt).max:
+            return codes.astype(dt)
+    return codes
+
+
+class Encoded(NamedTuple):
+    """Result of :func:`encode`."""
+
+    codes: np.ndarray
+    """(n_samples, n_features) integer codes ``0..I_n-1``, -1 for missing."""
+    cardinalities: np.ndarray
+    """(n_features,) alphabet sizes ``I_n``."""
+    feature_names: list
+    """Column names (DataFrame columns, or ``x0, x1, ...``)."""
+    encoder: Encoder
+    """The fitted :class:`Encoder`, whose ``transform`` encodes new data the same way."""
+
+
+def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int = 5,
+           max_categories: int | None = None, feature_names: Sequence[str] | None = None,
+           missing_code: int | None = -1) -> Encoded:
+    """Encode raw data of any dtype as integer codes.
+
+    Strings, bools, pandas categoricals and integer columns with at most ``max_categories``
+    distinct values are categorical: their sorted distinct values get codes ``0..I-1``.
+    Floats, and integer columns with more distinct values, are continuous and go through
+    ``discretizer``. ``None``/``NaN`` (and ``missing_code`` in integer columns) become -1.
+
+    Parameters
+    ----------
+    X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+    y : array-like, optional
+        Class labels, used only by a supervised discretizer (``"mdl"``).
+    discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
+        How continuous columns become codes. ``None`` makes a continuous column an error.
+    n_bins : int, default=5
+        Bins of the built-in discretizers.
+    max_categories : int, optional
+        Largest alphabet of a categorical column (default: ``get_config()["max_categories"]``, 64).
+    feature_names : sequence of str, optional
+        Names to use instead of DataFrame columns / ``x0, x1, ...``.
+    missing_code : int or None, default=-1
+        Value that marks a missing entry in integer columns (the code convention); None for none.
+
+    Returns
+    -------
+    Encoded
+        Named tuple ``(codes, cardinalities, feature_names, encoder)``.
+
+    Examples
+    --------
+    >>> import numpy as np, tensorprob
+    >>> enc = tensorprob.encode(np.array([["a", True], ["b", False], [None, True]], dtype=object))
+    >>> enc.codes.tolist(), enc.cardinalities.tolist()
+    ([[0, 1], [1, 0], [-1, 1]], [2, 2])
+    """
+    enc = Encoder(discretizer=discretizer, n_bins=n_bins, max_categories=max_categories, missing_code=missing_code)
+    codes = enc.fit_transform(X, y, feature_names)
+    return Encoded(codes, enc.cardinalities_.copy(), list(enc.feature_names_), enc)
+
+
+def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Encode class labels as codes ``0..C-1``.
+
+    Returns
+    -------
+    codes : ndarray of int64
+    classes : ndarray
+        The label of each code, sorted.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-D, is empty or holds missing values.
+    """
+    if hasattr(y, "detach"):
+        y = y.detach().cpu().numpy()
+    if hasattr(y, "iloc"):
+        y = y.to_numpy()
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (n_samples,), got shape {y.shape}")
+    if y.size == 0:
+        raise ValueError(f"{name} is empty")
+    miss = _is_missing(y) if y.dtype.kind in "fO" else np.zeros(y.shape, bool)
+    if miss.any():
+        raise ValueError(f"{name} contains {int(miss.sum())} missing label(s) (NaN/None), first at position "
+                         f"{int(np.flatnonzero(miss)[0])}")
+    try:
+        classes, codes = np.unique(y, return_inverse=True)
+    except TypeError:
+        classes, codes = np.unique(y.astype(str), return_inverse=True)
+    return codes.ravel().astype(np.int64), classes
