@@ -4,11 +4,20 @@ The public API is this module's namespace; modules with a leading underscore are
 Importing tensorprob never probes CUDA and never imports triton.
 """
 from ._config import config_context, get_config, set_config
+from . import datasets
+from .cpd import CPDModel, RankSelection, fit_cpd, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
+from .estimators import Estimate
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CPDModel",
+    "Estimate",
+    "datasets",
+    "fit_cpd",
+    "RankSelection",
+    "select_rank",
     "Discretizer",
     "Encoded",
     "Encoder",

@@ -72,11 +72,12 @@ class Incidence:
 
     @classmethod
     def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int | None = None) -> "Incidence":
+              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> "Incidence":
         """Build S for ``codes`` (-1 = missing), chunked so a chunk's dense work fits the budget.
 
         ``bytes_per_row`` is the size of the dense temporaries one row creates in the caller
-        (for the EM: a few B x F float arrays); it sets the chunk length.
+        (for the EM: a few B x F float arrays); it sets the chunk length. S holds ``dtype``
+        values and S^T ``dtype_t`` values (default ``dtype``).
         """
         device = codes.device
         M, N = codes.shape
@@ -88,12 +89,13 @@ class Incidence:
         chunks = []
         for start in range(0, M, step):
             stop = min(M, start + step)
-            s, st = _csr_pair(flat[start:stop], D, dtype)
+            s, st = _csr_pair(flat[start:stop], D, dtype, dtype_t or dtype)
             chunks.append((start, stop, s, st))
         return cls(M, D, chunks, flat)
 
 
-def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: torch.dtype
+              ) -> tuple[torch.Tensor, torch.Tensor]:
     """CSR forms of S (rows x D) and S^T for a block of flat indices (-1 = missing).
 
     Within a row the flat indices increase with the variable, so the row-major order of the
@@ -114,5 +116,5 @@ def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype) -> tuple[tor
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
         s = torch.sparse_csr_tensor(crow, col, val, (n, n_cols), check_invariants=False)
-        st = torch.sparse_csr_tensor(crow_t, row_id[order], val, (n_cols, n), check_invariants=False)
+        st = torch.sparse_csr_tensor(crow_t, row_id[order], val.to(dtype_t), (n_cols, n), check_invariants=False)
     return s, st

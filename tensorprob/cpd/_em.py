@@ -1,0 +1,245 @@
+"""Batched KL-EM for nonnegative CPD (latent class) models through the incidence matrix.
+
+For B models at once (restarts, ranks padded to the largest with zero-weight components,
+and per-model sample weights such as CV folds), with S the (rows x D) one-hot incidence
+matrix of the distinct data rows and ``log A`` the (D x B F) stacked log-factors:
+
+    E-step   L = S @ log A + log lambda             (rows x B x F)
+             r = softmax_F(L),  loglik = logsumexp_F(L)
+    M-step   lambda[b]  = sum_m w[m,b] r[m,b,:] / sum_m w[m,b]
+             A[:, b, :] = S^T @ (w[:, b] r[:, b, :]), normalised per variable block
+
+Both products are sparse-dense (torch CSR) with nnz(S) <= rows x N, so an iteration costs
+O(rows N B F). Rows are processed in chunks sized to the memory budget.
+
+Precision. The working dtype (float32 on CUDA) is that of ``log A`` and of the E-step
+product ``S @ log A``, the bulk of the work. Everything after it (log-sum-exp,
+responsibilities, the M-step product ``S^T @ (w r)``, the updates) runs in float64: in
+float32, responsibilities below ~1e-45 underflow to zero, the expected counts they feed
+vanish, and since a zero factor entry can never grow again under EM, such a fit measured
+on MNIST-5k (rank 20) ended 0.13 nats per sample below the float64 fit after 100
+iterations; with float64 statistics the float32 fit tracks the float64 one within 1e-4.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..counting import Incidence, offsets_of
+
+
+@dataclass
+class EMData:
+    """Distinct rows of coded data with per-model weights, and their incidence matrix."""
+
+    rows: torch.Tensor  # (M', N) int64 codes, -1 missing
+    cards: torch.Tensor  # (N,) int64
+    weights: torch.Tensor  # (M', K) float64: K weight sets
+    incidence: Incidence
+    var_of_col: torch.Tensor  # (D,) int64: variable of each flat column
+
+    @classmethod
+    def build(cls, rows: torch.Tensor, cards: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype,
+              bytes_per_row: int) -> "EMData":
+        inc = Incidence.build(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
+        var = torch.repeat_interleave(torch.arange(cards.numel(), device=rows.device), cards.to(rows.device))
+        return cls(rows, cards.to(rows.device), weights, inc, var)
+
+
+@dataclass
+class EMState:
+    """Parameters and history of B models fitted together."""
+
+    log_lam: torch.Tensor  # (B, F) float64
+    log_A: torch.Tensor  # (D, B, F) working dtype
+    weight_set: torch.Tensor  # (B,) index into EMData.weights columns
+    ranks: torch.Tensor  # (B,) true rank of each model (components >= rank are padding)
+    history: list = field(default_factory=list)  # per iteration: (B,) float64 mean log-likelihood
+    n_iter: np.ndarray | None = None
+    converged: np.ndarray | None = None
+
+
+def _log_floor(dtype: torch.dtype, n_vars: int) -> float:
+    """Finite stand-in for log 0, small enough to act as -inf yet safe to sum over all variables."""
+    return float(torch.finfo(dtype).min) / (n_vars + 2)
+
+
+def e_step(data: EMData, state: EMState, *, need_stats: bool):
+    """One pass over the rows: mean log-likelihood per model and, if asked, M-step statistics.
+
+    Returns
+    -------
+    loglik : (B,) float64 tensor
+        Weighted mean log-likelihood of each model under its own weight set.
+    lam_num : (B, F) float64 tensor or None
+    num : (D, B, F) tensor or None
+        ``S^T @ (w r)``: expected counts of every (variable, value) per component.
+    """
+    D, B, F = state.log_A.shape
+    W = data.weights[:, state.weight_set]  # (M', B) float64
+    logA = state.log_A.reshape(D, B * F)
+    f64 = torch.float64
+    ll_sum = torch.zeros(B, dtype=f64, device=logA.device)
+    lam_num = torch.zeros(B, F, dtype=f64, device=logA.device) if need_stats else None
+    num = torch.zeros(D, B * F, dtype=f64, device=logA.device) if need_stats else None
+    for start, stop, S, ST in data.incidence.chunks:
+        L = (S @ logA).view(stop - start, B, F).to(f64) + state.log_lam[None]
+        lse = torch.logsumexp(L, dim=2)  # (m, B)
+        w = W[start:stop]
+        ll_sum += (w * lse).sum(0)
+        if need_stats:
+            wR = torch.exp(L - lse[..., None]) * w[..., None]  # (m, B, F) weighted responsibilities
+            lam_num += wR.sum(0)
+            num += ST @ wR.reshape(stop - start, B * F)
+    total = W.sum(0)
+    return ll_sum / total, lam_num, (num.view(D, B, F) if need_stats else None)
+
+
+def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tensor, alpha: float,
+           active: torch.Tensor) -> None:
+    """Update the parameters of the active models in place (inactive ones stay frozen)."""
+    D, B, F = num.shape
+    dtype = state.log_A.dtype
+    N = data.cards.numel()
+    total = data.weights[:, state.weight_set].sum(0)  # (B,)
+    lam = lam_num / total[:, None]
+    comp_alive = lam_num > 0  # (B, F)
+    num64 = num
+    denom = torch.zeros(N, B, F, dtype=torch.float64, device=num.device).index_add_(0, data.var_of_col, num64)
+    denom_c = denom[data.var_of_col]  # (D, B, F)
+    if alpha > 0:
+        card_c = data.cards[data.var_of_col].to(torch.float64)[:, None, None]
+        A = (num64 + alpha) / (denom_c + alpha * card_c)
+        keep_old = ~comp_alive[None].expand(D, B, F)
+    else:
+        A = num64 / denom_c.clamp_min(torch.finfo(torch.float64).tiny)
+        # a component with no mass, or a variable never observed where the component has
+        # mass, keeps its previous column instead of becoming 0/0
+        keep_old = denom_c <= 0
+    floor = _log_floor(dtype, N)
+    with torch.no_grad():
+        logA_new = torch.log(A).clamp_min(floor).to(dtype)
+        logA_new = torch.where(keep_old, state.log_A, logA_new)
+        log_lam_new = torch.where(comp_alive, torch.log(lam), torch.full_like(lam, -torch.inf))
+        padded = torch.arange(F, device=num.device)[None, :] >= state.ranks[:, None]
+        log_lam_new = log_lam_new.masked_fill(padded, -torch.inf)
+        act = active.to(num.device)
+        state.log_A = torch.where(act[None, :, None], logA_new, state.log_A)
+        state.log_lam = torch.where(act[:, None], log_lam_new, state.log_lam)
+
+
+def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: float,
+           callback=None) -> EMState:
+    """Iterate EM on all models until each converges or ``n_iter_max`` M-steps are done.
+
+    A model has converged when the relative increase of its mean log-likelihood falls to
+    ``tol`` or below; it is then frozen, so a batched fit equals the fits run one by one.
+    ``state.history[t]`` holds the mean log-likelihoods after ``t`` M-steps.
+    """
+    B = state.log_lam.shape[0]
+    active = torch.ones(B, dtype=torch.bool)
+    n_iter = np.zeros(B, dtype=np.int64)
+    converged = np.zeros(B, dtype=bool)
+    ll, lam_num, num = e_step(data, state, need_stats=True)
+    state.history.append(ll.cpu().numpy())
+    for it in range(1, n_iter_max + 1):
+        m_step(data, state, lam_num, num, alpha, active)
+        n_iter[active.numpy()] += 1
+        ll, lam_num, num = e_step(data, state, need_stats=True)
+        ll_np = ll.cpu().numpy()
+        prev = state.history[-1]
+        ll_np = np.where(active.numpy(), ll_np, prev)
+        state.history.append(ll_np)
+        gain = ll_np - prev
+        done = active.numpy() & (np.abs(gain) <= tol * np.maximum(np.abs(prev), 1e-12))
+        converged |= done
+        active &= torch.from_numpy(~done)
+        if callback is not None:
+            callback(it, ll_np)
+        if not bool(active.any()):
+            break
+    state.n_iter = n_iter
+    state.converged = converged
+    return state
+
+
+def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: list[int], F: int,
+                gens: list[torch.Generator], dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random start: factor columns uniform on the simplex (Dirichlet(1)), uniform weights.
+
+    Model b draws from its own generator ``gens[b]``, so a model's start does not depend on
+    which other models share the batch.
+    """
+    B = len(ranks)
+    N = int(cards.numel())
+    log_A = torch.empty(D, B, F, dtype=dtype, device=device)
+    log_lam = torch.full((B, F), -torch.inf, dtype=torch.float64, device=device)
+    for b, (r, g) in enumerate(zip(ranks, gens)):
+        e = -torch.log(torch.rand(D, F, generator=g, dtype=torch.float64, device=device).clamp_min(1e-300))
+        s = torch.zeros(N, F, dtype=torch.float64, device=device).index_add_(0, var_of_col, e)
+        log_A[:, b, :] = torch.log(e / s[var_of_col]).to(dtype)
+        log_lam[b, :r] = -float(np.log(r))
+    return log_lam, log_A
+
+
+def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int, gens: list[torch.Generator],
+                  dtype: torch.dtype, smoothing: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """k-means++-style seeding on the one-hot rows (Hamming distance), then one M-step.
+
+    Seeds are drawn one per step for all models at once: the first with probability
+    proportional to the row weights, each next one proportional to weight x squared
+    Hamming distance to the nearest seed so far. Rows are then assigned to their nearest
+    seed and the factors are the smoothed (``smoothing`` pseudo-counts) value frequencies
+    of each group, so every start is a distinct, data-driven partition.
+    """
+    device = data.rows.device
+    D = int(data.cards.sum())
+    B = len(ranks)
+    N = data.cards.numel()
+    W = data.weights[:, weight_set]  # (M', B)
+    n_rows = W.shape[0]
+    n_obs = (data.rows >= 0).sum(1).to(torch.float64)  # (M',)
+    flat = data.incidence.flat
+    seeds = torch.zeros(B, F, dtype=torch.int64, device=device)
+    best_match = torch.full((n_rows, B), -1.0, dtype=torch.float64, device=device)  # matches with nearest seed
+    nearest = torch.zeros(n_rows, B, dtype=torch.int64, device=device)
+    for f in range(F):
+        if f == 0:
+            p = W.clone()
+        else:
+            dist = (n_obs[:, None] - best_match).clamp_min(0)
+            p = W * dist**2
+        picks = []
+        for b in range(B):
+            pb = p[:, b]
+            if f >= ranks[b] or float(pb.sum()) <= 0:
+                pb = W[:, b]
+            picks.append(torch.multinomial(pb / pb.sum(), 1, generator=gens[b]).squeeze(0))
+        seeds[:, f] = torch.stack(picks)
+        # one-hot of the new seeds: (D, B); matches = S @ onehot
+        onehot = torch.zeros(D, B, dtype=dtype, device=device)
+        sf = flat[seeds[:, f]]  # (B, N)
+        ok = sf >= 0
+        onehot[sf.clamp_min(0), torch.arange(B, device=device)[:, None].expand_as(sf)] = ok.to(dtype)
+        match = torch.cat([(S @ onehot) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)
+        live = torch.tensor([f < r for r in ranks], device=device)
+        better = (match > best_match) & live[None, :]
+        nearest = torch.where(better, torch.full_like(nearest, f), nearest)
+        best_match = torch.where(better, match, best_match)
+    # responsibilities: hard assignment to nearest seed
+    R = torch.zeros(n_rows, B, F, dtype=torch.float64, device=device)
+    R.scatter_(2, nearest[..., None], 1.0)
+    wR = (R * W[..., None]).reshape(n_rows, B * F)
+    num = torch.zeros(D, B * F, dtype=torch.float64, device=device)
+    for start, stop, _, ST in data.incidence.chunks:
+        num += ST @ wR[start:stop]
+    num = num.view(D, B, F) + smoothing
+    denom = torch.zeros(N, B, F, dtype=torch.float64, device=device).index_add_(0, data.var_of_col, num)
+    log_A = torch.log(num / denom[data.var_of_col]).to(dtype)
+    lam = (R * W[..., None]).sum(0) + 1e-3
+    ranks_t = torch.tensor(ranks, device=device)
+    lam = lam.masked_fill(torch.arange(F, device=device)[None, :] >= ranks_t[:, None], 0.0)
+    lam = lam / lam.sum(1, keepdim=True)
+    return torch.log(lam), log_A
