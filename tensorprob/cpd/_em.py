@@ -176,10 +176,14 @@ def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: li
     N = int(cards.numel())
     log_A = torch.empty(D, B, F, dtype=dtype, device=device)
     log_lam = torch.full((B, F), -torch.inf, dtype=torch.float64, device=device)
+    uniform = -torch.log(cards.to(device, torch.float64))[var_of_col]
     for b, (r, g) in enumerate(zip(ranks, gens)):
-        e = -torch.log(torch.rand(D, F, generator=g, dtype=torch.float64, device=device).clamp_min(1e-300))
-        s = torch.zeros(N, F, dtype=torch.float64, device=device).index_add_(0, var_of_col, e)
-        log_A[:, b, :] = torch.log(e / s[var_of_col]).to(dtype)
+        # exponential draws normalised per variable block = Dirichlet(1) columns; only the
+        # model's own r columns are drawn, padding columns are uniform (and have weight 0)
+        e = -torch.log(torch.rand(D, r, generator=g, dtype=torch.float64, device=device).clamp_min(1e-300))
+        s = torch.zeros(N, r, dtype=torch.float64, device=device).index_add_(0, var_of_col, e)
+        log_A[:, b, :r] = torch.log(e / s[var_of_col]).to(dtype)
+        log_A[:, b, r:] = uniform[:, None].to(dtype)
         log_lam[b, :r] = -float(np.log(r))
     return log_lam, log_A
 

@@ -191,6 +191,8 @@ def fit_cpd(X: Any, rank: int | Sequence[int] = 20, *, y: Any = None, device: An
     (3, True)
     """
     single_rank = isinstance(rank, (int, np.integer)) and not isinstance(rank, bool)
+    if not single_rank and not isinstance(rank, (list, tuple, np.ndarray, range)):
+        raise TypeError(f"rank must be an integer or a sequence of integers, got {rank!r}")
     ranks = [_check_int("rank", r, 1) for r in ([rank] if single_rank else list(rank))]
     if not ranks:
         raise ValueError("rank must be an int or a non-empty sequence of ints")
@@ -225,7 +227,7 @@ def fit_cpd(X: Any, rank: int | Sequence[int] = 20, *, y: Any = None, device: An
         if m["dead"]:
             warnings.warn(f"rank-{model.rank} fit: {m['dead']} component(s) lost all their mass and were kept "
                           "with weight 0", UserWarning, stacklevel=2)
-        if not model.converged_ and n_iter_max > 0:
+        if not model.converged_ and n_iter_max > 0 and tol > 0:
             hist = model.loglik_history_
             warnings.warn(f"rank-{model.rank} fit did not converge in {n_iter_max} iterations (last relative change "
                           f"{abs(hist[-1] - hist[-2]) / max(abs(hist[-2]), 1e-12):.2e} > tol={tol:g}); "

@@ -1,0 +1,380 @@
+"""The CPD engine: EM correctness, recovery, batching, information quantities, bad input."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import linear_sum_assignment
+
+import tensorprob as tp
+from tensorprob.datasets import make_latent_class
+
+from _helpers import cuda, dense_pmf, entropy_of
+
+
+def small_model(seed=0, cards=(3, 2, 4, 3), rank=3):
+    s = make_latent_class(10, list(cards), rank, concentration=0.8, random_state=seed)
+    return tp.CPDModel(torch.tensor(s.weights), [torch.tensor(A) for A in s.factors])
+
+
+# ---------------------------------------------------------------- EM correctness
+def dense_em(X, cards, lam, factors, n_iter):
+    """Alg. 1 of paper 000 on the full empirical tensor: multiplicative MTTKRP updates (numpy)."""
+    emp = np.zeros(cards)
+    np.add.at(emp, tuple(X.T), 1.0)
+    emp /= emp.sum()
+    lam, factors = lam.copy(), [A.copy() for A in factors]
+    hist = []
+    for _ in range(n_iter + 1):
+        P = dense_pmf(lam, factors)
+        hist.append(float((emp[emp > 0] * np.log(P[emp > 0])).sum()))
+        if len(hist) == n_iter + 1:
+            break
+        Y = np.where(emp > 0, emp / np.where(P > 0, P, 1), 0.0)
+        new_f = []
+        letters = "abcdefgh"[: len(cards)]
+        for n in range(len(cards)):
+            others = [factors[j] for j in range(len(cards)) if j != n]
+            spec = letters + "," + ",".join(letters[j] + "z" for j in range(len(cards)) if j != n) + "->" + letters[n] + "z"
+            mttkrp = np.einsum(spec, Y, *others) * lam[None, :]
+            new_f.append(factors[n] * mttkrp)
+        lam = np.array([np.sum(new_f[0][:, f]) for f in range(len(lam))])
+        factors = [A / A.sum(0, keepdims=True) for A in new_f]
+    return lam, factors, np.array(hist)
+
+
+def test_sparse_em_equals_dense_bruteforce_em():
+    s = make_latent_class(3000, [3, 2, 4, 3], 3, random_state=1)
+    m0 = tp.fit_cpd(s.X, rank=3, device="cpu", n_iter_max=0, random_state=7)
+    lam0 = m0.weights.numpy()
+    fac0 = [A.numpy() for A in m0.factors]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = tp.fit_cpd(s.X, rank=3, device="cpu", n_iter_max=15, tol=0.0, random_state=7)
+    lam, fac, hist = dense_em(s.X, [3, 2, 4, 3], lam0, fac0, 15)
+    np.testing.assert_allclose(m.loglik_history_, hist, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(m.weights.numpy(), lam, atol=1e-10)
+    for A, B in zip(m.factors, fac):
+        np.testing.assert_allclose(A.numpy(), B, atol=1e-10)
+
+
+def test_loglik_never_decreases_and_history_is_data():
+    s = make_latent_class(4000, [4] * 12, 5, random_state=2)
+    m = tp.fit_cpd(s.X, rank=5, device="cpu", random_state=0, n_iter_max=200, tol=1e-9)
+    h = m.loglik_history_
+    assert len(h) == m.n_iter_ + 1 and m.n_iter_ > 3
+    assert np.all(np.diff(h) >= -1e-12)
+    assert isinstance(m.converged_, bool)
+    # the last history entry is the training log-likelihood of the returned model
+    assert abs(h[-1] - float(m.log_prob(s.X).mean())) < 1e-9
+
+
+def test_planted_parameter_recovery():
+    cards = [3, 4, 2, 5] * 4
+    train = make_latent_class(20000, cards, 4, random_state=11)
+    test_rows = make_latent_class(20000, cards, 4, random_state=11)  # same model ...
+    gen = torch.Generator().manual_seed(99)
+    true = tp.CPDModel(torch.tensor(train.weights), [torch.tensor(A) for A in train.factors])
+    held = true.sample(20000, random_state=gen)  # ... fresh rows from it
+    del test_rows
+    m = tp.fit_cpd(train.X, rank=4, device="cpu", n_restarts=4, random_state=0)
+    # match components by total variation distance of their conditional distributions
+    tv = np.zeros((4, 4))
+    for A_hat, A in zip(m.factors, train.factors):
+        tv += 0.5 * np.abs(A_hat.numpy()[:, :, None] - A[:, None, :]).sum(0)
+    tv /= len(cards)
+    r, c = linear_sum_assignment(tv)
+    assert tv[r, c].max() < 0.03
+    np.testing.assert_allclose(m.weights.numpy()[r], train.weights[c], atol=0.02)
+    ll_hat = float(m.log_prob(held).mean())
+    ll_true = float(true.log_prob(held).mean())
+    assert ll_hat > ll_true - 0.01
+
+
+def test_duplicate_rows_are_merged_into_weights():
+    s = make_latent_class(500, [3, 3, 2], 2, random_state=3)
+    doubled = np.concatenate([s.X, s.X])
+    w = np.full(len(s.X), 2.0)
+    a = tp.fit_cpd(doubled, rank=2, device="cpu", random_state=4, tol=0, n_iter_max=20)
+    b = tp.fit_cpd(s.X, rank=2, device="cpu", random_state=4, tol=0, n_iter_max=20, sample_weight=w)
+    np.testing.assert_allclose(a.loglik_history_, b.loglik_history_, atol=1e-12)
+
+
+def test_missing_entries_marginalized_exactly():
+    model = small_model(1)
+    X = model.sample(50, random_state=0).numpy()
+    Xm = X.copy()
+    Xm[::3, 1] = -1
+    Xm[1::4, 3] = -1
+    lp = model.log_prob(Xm).numpy()
+    P = model.to_dense().numpy()
+    for m in range(len(X)):
+        idx = tuple(slice(None) if v < 0 else int(v) for v in Xm[m])
+        assert abs(lp[m] - math.log(P[idx].sum())) < 1e-12
+    # and EM with missing data maximizes the marginal likelihood monotonically
+    s = make_latent_class(3000, [3, 4, 2, 3, 3], 3, random_state=5)
+    Xs = s.X.copy()
+    Xs[np.random.default_rng(0).random(Xs.shape) < 0.2] = -1
+    fit = tp.fit_cpd(Xs, rank=3, device="cpu", random_state=0, cardinalities=[3, 4, 2, 3, 3])
+    assert np.all(np.diff(fit.loglik_history_) >= -1e-12)
+    assert abs(fit.loglik_history_[-1] - float(fit.log_prob(Xs).mean())) < 1e-9
+
+
+def test_batched_fits_equal_one_by_one():
+    s = make_latent_class(3000, [3, 4, 2, 5, 3, 3], 4, random_state=6)
+    kw = dict(device="cpu", random_state=3, n_iter_max=60)
+    batch = tp.fit_cpd(s.X, rank=[2, 3, 5], **kw)
+    for r, mb in zip([2, 3, 5], batch):
+        single = tp.fit_cpd(s.X, rank=r, **kw)
+        assert mb.n_iter_ == single.n_iter_
+        np.testing.assert_allclose(mb.loglik_history_, single.loglik_history_, atol=1e-10)
+        np.testing.assert_allclose(mb.weights.numpy(), single.weights.numpy(), atol=1e-9)
+    # weight sets (e.g. CV folds) as one batch
+    folds = np.random.default_rng(0).integers(0, 3, len(s.X))
+    W = np.stack([(folds != k).astype(float) for k in range(3)], 1)
+    batch = tp.fit_cpd(s.X, rank=3, sample_weight=W, **kw)
+    for k in range(3):
+        single = tp.fit_cpd(s.X, rank=3, sample_weight=W[:, k], **kw)
+        np.testing.assert_allclose(batch[k].loglik_history_, single.loglik_history_, atol=1e-10)
+    # restarts: the best of n_restarts equals the best of the separate starts
+    best = tp.fit_cpd(s.X, rank=4, n_restarts=3, **kw)
+    assert best.loglik_history_[-1] >= tp.fit_cpd(s.X, rank=4, **kw).loglik_history_[-1] - 1e-12
+
+
+def test_same_seed_same_model():
+    s = make_latent_class(2000, [3, 3, 4, 2], 3, random_state=8)
+    a = tp.fit_cpd(s.X, rank=3, device="cpu", random_state=42, n_restarts=2)
+    b = tp.fit_cpd(s.X, rank=3, device="cpu", random_state=42, n_restarts=2)
+    assert torch.equal(a.weights, b.weights) and all(torch.equal(x, y) for x, y in zip(a.factors, b.factors))
+    c = tp.fit_cpd(s.X, rank=3, device="cpu", random_state=43, init="kmeans++", n_iter_max=0)
+    d = tp.fit_cpd(s.X, rank=3, device="cpu", random_state=43, init="kmeans++", n_iter_max=0)
+    assert torch.equal(c.weights, d.weights)
+    assert np.array_equal(a.sample(100, random_state=1).numpy(), a.sample(100, random_state=1).numpy())
+
+
+def test_float32_tracks_float64_on_mnist():
+    X, y = tp.datasets.load_mnist_subset()
+    kw = dict(rank=20, y=y, device="cpu", random_state=0, n_iter_max=40, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m64 = tp.fit_cpd(X, dtype="float64", **kw)
+        m32 = tp.fit_cpd(X, dtype="float32", **kw)
+    assert m32.dtype == torch.float32 and m64.dtype == torch.float64
+    assert m32.loglik_history_[-1] > m64.loglik_history_[-1] - 0.01
+
+
+def test_fit_with_label_and_raw_input():
+    from sklearn.datasets import load_wine
+
+    d = load_wine()
+    m = tp.fit_cpd(d.data, rank=3, y=d.target, device="cpu", random_state=0, n_restarts=2)
+    assert m.target == 13 and m.n_features == 14 and list(m.classes) == [0, 1, 2]
+    codes = m.encoder_.transform(d.data)
+    proba = m.predict_proba(codes)
+    assert proba.shape == (len(d.target), 3)
+    np.testing.assert_allclose(proba.sum(1).numpy(), 1.0, atol=1e-12)
+    assert (m.predict(codes).numpy() == d.target).mean() > 0.8
+
+
+def test_predict_proba_equals_bruteforce_conditional():
+    model = small_model(2)
+    P = model.to_dense().numpy()
+    X = model.sample(30, random_state=3).numpy()
+    proba = model.predict_proba(X, target=2).numpy()
+    for m in range(len(X)):
+        idx = list(X[m])
+        idx[2] = slice(None)
+        cond = P[tuple(idx)]
+        np.testing.assert_allclose(proba[m], cond / cond.sum(), atol=1e-12)
+
+
+def test_sample_matches_model_marginals():
+    model = small_model(3)
+    X = model.sample(200000, random_state=0).numpy()
+    P = model.to_dense().numpy()
+    for n in range(model.n_features):
+        emp = np.bincount(X[:, n], minlength=P.shape[n]) / len(X)
+        marg = P.sum(axis=tuple(j for j in range(P.ndim) if j != n))
+        np.testing.assert_allclose(emp, marg, atol=0.005)
+
+
+# ---------------------------------------------------------------- information quantities
+def test_exact_entropy_and_mi_equal_enumeration():
+    model = small_model(4)
+    P = model.to_dense().numpy()
+    w = model.weights.numpy()
+    A = [a.numpy() for a in model.factors]
+    np.testing.assert_allclose(P.sum(), 1.0, atol=1e-12)
+    for S in ([0], [1, 3], [0, 2, 3], [0, 1, 2, 3]):
+        marg = P.sum(axis=tuple(j for j in range(P.ndim) if j not in S))
+        h = entropy_of(marg)
+        assert abs(model.entropy(S).value - h) < 1e-10
+        hz = sum(w[f] * entropy_of(A[n][:, f]) for n in S for f in range(len(w)))
+        assert abs(model.conditional_entropy_given_latent(S) - hz) < 1e-10
+        # I(X_S; Z) by enumeration of the joint of (X_S, Z)
+        joint = dense_pmf(w, [A[n] for n in S] + [np.eye(len(w))])
+        mi = entropy_of(marg) + entropy_of(w) - entropy_of(joint)
+        assert abs(model.mutual_information(S).value - mi) < 1e-10
+    # I(X_S; X_t) by enumeration
+    marg = P.sum(axis=(1,))  # over variable 1 -> (0, 2, 3)
+    h02 = entropy_of(marg.sum(axis=2))
+    mi = h02 + entropy_of(marg.sum(axis=(0, 1))) - entropy_of(marg)
+    assert abs(model.mutual_information([0, 2], target=3).value - mi) < 1e-10
+
+
+def test_monte_carlo_estimates_within_four_standard_errors():
+    model = small_model(5, cards=(4, 3, 5, 3, 4), rank=4)
+    S = [0, 2, 3, 4]
+    exact_h = model.entropy(S).value
+    exact_i = model.mutual_information(S).value
+    exact_t = model.mutual_information([0, 2], target=4).value
+    samples = model.sample(20000, random_state=0)
+    h = model.entropy(S, method="mc", samples=samples)
+    i_p = model.mutual_information(S, method="mc", estimator="paper", samples=samples)
+    i_rb = model.mutual_information(S, method="mc", estimator="rao_blackwell", samples=samples)
+    i_t = model.mutual_information([0, 2], target=4, method="mc", samples=samples)
+    for est, exact in ((h, exact_h), (i_p, exact_i), (i_rb, exact_i), (i_t, exact_t)):
+        assert 0 < est.stderr < 0.05
+        assert abs(est.value - exact) < 4 * est.stderr
+    assert i_rb.stderr < i_p.stderr
+
+
+def test_rao_blackwell_has_lower_variance_over_repeats():
+    model = small_model(6, cards=(3, 4, 3, 5, 2, 3), rank=4)
+    S = [0, 1, 3, 5]
+    paper, rb = [], []
+    for seed in range(30):
+        smp = model.sample(2000, random_state=seed)
+        paper.append(model.mutual_information(S, method="mc", estimator="paper", samples=smp).value)
+        rb.append(model.mutual_information(S, method="mc", estimator="rao_blackwell", samples=smp).value)
+    exact = model.mutual_information(S).value
+    assert np.var(rb) < np.var(paper)
+    assert abs(np.mean(rb) - exact) < 4 * np.std(rb) / math.sqrt(30)
+
+
+def test_enumeration_budget_is_enforced():
+    model = tp.CPDModel(torch.full((2,), 0.5, dtype=torch.float64), [torch.full((5, 2), 0.2, dtype=torch.float64)] * 30)
+    with pytest.raises(ValueError, match="method='mc'"):
+        model.entropy(method="exact")
+    est = model.entropy(method="mc", n_samples=500, random_state=0)
+    assert abs(est.value - 30 * math.log(5)) < 1e-9
+
+
+# ---------------------------------------------------------------- conversion and persistence
+def test_tensorly_round_trip_and_dense_tensor():
+    model = small_model(7)
+    cp = model.to_tensorly()
+    back = tp.CPDModel.from_tensorly(cp)
+    assert torch.allclose(back.weights, model.weights)
+    np.testing.assert_allclose(dense_pmf(model.weights.numpy(), [A.numpy() for A in model.factors]),
+                               model.to_dense().numpy(), atol=1e-14)
+    # an unnormalised nonnegative CP tensor becomes the PMF proportional to it
+    scaled = tp.CPDModel.from_tensorly((np.array([2.0, 6.0]), [np.array([[1.0, 3.0], [1.0, 1.0]]),
+                                                               np.array([[2.0, 0.0], [2.0, 5.0]])]))
+    dense = scaled.to_dense().numpy()
+    raw = dense_pmf([2.0, 6.0], [np.array([[1.0, 3.0], [1.0, 1.0]]), np.array([[2.0, 0.0], [2.0, 5.0]])])
+    np.testing.assert_allclose(dense, raw / raw.sum(), atol=1e-14)
+    with pytest.raises(ValueError, match="nonnegative"):
+        tp.CPDModel.from_tensorly((None, [np.array([[-1.0], [2.0]])]))
+
+
+def test_save_load_and_to(tmp_path):
+    s = make_latent_class(1000, [3, 3, 2], 2, random_state=9)
+    m = tp.fit_cpd(s.X, rank=2, y=s.z, device="cpu", random_state=0)
+    path = tmp_path / "model.pt"
+    m.save(path)
+    back = tp.CPDModel.load(path)
+    assert torch.equal(back.weights, m.weights) and back.target == m.target
+    np.testing.assert_array_equal(back.loglik_history_, m.loglik_history_)
+    assert back.n_iter_ == m.n_iter_ and back.converged_ == m.converged_
+    assert list(back.classes) == list(m.classes)
+    m32 = m.to("cpu", dtype="float32")
+    assert m32.dtype == torch.float32 and m32.n_iter_ == m.n_iter_
+    (tmp_path / "junk.pt").write_bytes(b"not a model")
+    with pytest.raises(Exception):
+        tp.CPDModel.load(tmp_path / "junk.pt")
+
+
+@cuda
+def test_cuda_fit_matches_cpu():
+    s = make_latent_class(3000, [3, 4, 2, 5] * 3, 4, random_state=10)
+    cpu = tp.fit_cpd(s.X, rank=4, device="cpu", random_state=0, n_iter_max=30, tol=0)
+    gpu = tp.fit_cpd(s.X, rank=4, device="cuda", dtype="float64", random_state=0, n_iter_max=30, tol=0)
+    assert gpu.weights.device.type == "cuda"
+    assert abs(cpu.loglik_history_[-1] - gpu.loglik_history_[-1]) < 1e-3
+
+
+# ---------------------------------------------------------------- rank selection
+def test_select_rank_matches_separate_fold_fits():
+    s = make_latent_class(1500, [3, 4, 3, 3, 4, 3], 3, random_state=12)
+    y = s.z  # the label is the latent class: rank >= 3 classifies well
+    res = tp.select_rank(s.X, y, ranks=(1, 3), cv=3, device="cpu", random_state=0, n_iter_max=50)
+    assert res.errors.shape == (2, 3) and res.best_rank == 3
+    assert res.mean_errors[1] < res.mean_errors[0]
+    # recompute one (rank, fold) cell with a plain fit and predict
+    from sklearn.model_selection import StratifiedKFold
+
+    seed = 0
+    tr, va = list(StratifiedKFold(3, shuffle=True, random_state=seed).split(s.X, y))[1]
+    w = np.zeros(len(y))
+    w[tr] = 1.0
+    m = tp.fit_cpd(s.X, rank=3, y=y, sample_weight=w, device="cpu", random_state=0, n_iter_max=50)
+    Xv = np.concatenate([s.X[va], np.full((len(va), 1), -1)], axis=1)
+    err = float((m.predict(Xv).numpy() != y[va]).mean())
+    assert abs(res.errors[1, 1] - err) < 1e-12
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_input_errors():
+    X = make_latent_class(200, [3, 3, 2], 2, random_state=0).X
+    with pytest.raises(ValueError, match="empty"):
+        tp.fit_cpd(np.zeros((0, 3), dtype=int), rank=2)
+    with pytest.raises(ValueError, match="rank must be >= 1"):
+        tp.fit_cpd(X, rank=0)
+    with pytest.raises(TypeError, match="rank must be an integer"):
+        tp.fit_cpd(X, rank=2.5)
+    with pytest.raises(TypeError, match="rank must be an integer"):
+        tp.fit_cpd(X, rank=[2, 2.5])
+    with pytest.raises(ValueError, match="negative"):
+        tp.fit_cpd(X, rank=2, sample_weight=-np.ones(200))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        tp.fit_cpd(X, rank=2, sample_weight=np.full(200, np.nan))
+    with pytest.raises(ValueError, match="shape"):
+        tp.fit_cpd(X, rank=2, sample_weight=np.ones(10))
+    with pytest.raises(ValueError, match="single class"):
+        tp.fit_cpd(X, rank=2, y=np.zeros(200))
+    with pytest.raises(ValueError, match="200 rows but y has 10"):
+        tp.fit_cpd(X, rank=2, y=np.arange(10) % 2)
+    with pytest.raises(ValueError, match="missing label"):
+        tp.fit_cpd(X.astype(float), rank=2, y=np.where(np.arange(200) == 5, np.nan, 1.0))
+    with pytest.raises(ValueError, match="max_categories"):
+        tp.fit_cpd(np.random.default_rng(0).integers(0, 200, (300, 2)), rank=2)
+    with tp.config_context(max_categories=300):
+        tp.fit_cpd(np.random.default_rng(0).integers(0, 200, (300, 2)), rank=2, n_iter_max=2)
+    with pytest.warns(UserWarning, match="distinct rows"):
+        tp.fit_cpd(np.array([[0, 1], [1, 0], [0, 1]]), rank=3, n_iter_max=5)
+    with pytest.raises(ValueError, match="init must be"):
+        tp.fit_cpd(X, rank=2, init="magic")
+    with pytest.raises(ValueError, match="codes must be >= 0"):
+        tp.fit_cpd(X - 2, rank=2)
+    m = tp.fit_cpd(X, rank=2, device="cpu", random_state=0)
+    with pytest.raises(ValueError, match="code out of range in column 0"):
+        m.log_prob(np.array([[5, 0, 0]]))
+    with pytest.raises(ValueError, match="columns"):
+        m.log_prob(np.zeros((2, 5), dtype=int))
+    with pytest.raises(TypeError, match="integer codes"):
+        m.log_prob(np.array([[0.5, 0, 0]]))
+    with pytest.raises(ValueError, match="no label variable"):
+        m.predict(X)
+    with pytest.raises(ValueError, match="out of range"):
+        m.entropy([7])
+    with pytest.raises(ValueError, match="target must be"):
+        m.mutual_information([0], target="label")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when CUDA is absent")
+def test_cuda_unavailable_is_a_clear_error():
+    X = make_latent_class(50, [2, 2], 2, random_state=0).X
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        tp.fit_cpd(X, rank=2, device="cuda")
