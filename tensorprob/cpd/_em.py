@@ -193,8 +193,9 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     """k-means++-style seeding on the one-hot rows (Hamming distance), then one M-step.
 
     Seeds are drawn one per step for all models at once: the first with probability
-    proportional to the row weights, each next one proportional to weight x squared
-    Hamming distance to the nearest seed so far. Rows are then assigned to their nearest
+    proportional to the row weights, each next one among ``2 + log F`` candidates drawn
+    proportionally to weight x squared Hamming distance to the nearest seed so far, keeping
+    the candidate that lowers the total weighted squared distance most (greedy k-means++). Rows are then assigned to their nearest
     seed and the factors are the smoothed (``smoothing`` pseudo-counts) value frequencies
     of each group, so every start is a distinct, data-driven partition.
     """
@@ -209,29 +210,37 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     seeds = torch.zeros(B, F, dtype=torch.int64, device=device)
     best_match = torch.full((n_rows, B), -1.0, dtype=torch.float64, device=device)  # matches with nearest seed
     nearest = torch.zeros(n_rows, B, dtype=torch.int64, device=device)
+    trials = [2 + int(np.log(r)) for r in ranks]  # per model, so a start ignores its batch
+    cols = torch.arange(B, device=device)
     for f in range(F):
         if f == 0:
-            p = W.clone()
+            p, L = W.clone(), 1
         else:
-            dist = (n_obs[:, None] - best_match).clamp_min(0)
-            p = W * dist**2
-        picks = []
-        for b in range(B):
-            pb = p[:, b]
-            if f >= ranks[b] or float(pb.sum()) <= 0:
-                pb = W[:, b]
-            picks.append(torch.multinomial(pb / pb.sum(), 1, generator=gens[b]).squeeze(0))
-        seeds[:, f] = torch.stack(picks)
-        # one-hot of the new seeds: (D, B); matches = S @ onehot
-        onehot = torch.zeros(D, B, dtype=dtype, device=device)
-        sf = flat[seeds[:, f]]  # (B, N)
-        ok = sf >= 0
-        onehot[sf.clamp_min(0), torch.arange(B, device=device)[:, None].expand_as(sf)] = ok.to(dtype)
+            p, L = W * (n_obs[:, None] - best_match).clamp_min(0) ** 2, max(trials)
+        cand = torch.empty(B, L, dtype=torch.int64, device=device)
+        for b in range(B):  # draws per model from its own stream (B is small)
+            pb = p[:, b] if f < ranks[b] and float(p[:, b].sum()) > 0 else W[:, b]
+            n_b = 1 if f == 0 else trials[b]
+            cand[b, :n_b] = torch.multinomial(pb / pb.sum(), n_b, replacement=True, generator=gens[b])
+            cand[b, n_b:] = cand[b, 0]  # padding repeats a candidate: the argmin is unchanged
+        # matches of every row with every candidate seed: S @ one-hot(candidates), (M', B, L)
+        sf = flat[cand.reshape(-1)]  # (B L, N)
+        onehot = torch.zeros(D, B * L, dtype=dtype, device=device)
+        onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = (sf >= 0).to(dtype)
         match = torch.cat([(S @ onehot) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)
+        match = match.view(n_rows, B, L)
+        if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
+            dist = (n_obs[:, None, None] - torch.maximum(match, best_match[..., None])).clamp_min(0)
+            potential = (W[..., None] * dist**2).sum(0)  # (B, L)
+            pick = potential.argmin(1)
+        else:
+            pick = torch.zeros(B, dtype=torch.int64, device=device)
+        seeds[:, f] = cand[cols, pick]
+        m_new = match[:, cols, pick]  # (M', B)
         live = torch.tensor([f < r for r in ranks], device=device)
-        better = (match > best_match) & live[None, :]
+        better = (m_new > best_match) & live[None, :]
         nearest = torch.where(better, torch.full_like(nearest, f), nearest)
-        best_match = torch.where(better, match, best_match)
+        best_match = torch.where(better, m_new, best_match)
     # responsibilities: hard assignment to nearest seed
     R = torch.zeros(n_rows, B, F, dtype=torch.float64, device=device)
     R.scatter_(2, nearest[..., None], 1.0)

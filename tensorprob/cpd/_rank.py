@@ -89,7 +89,7 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     cards = torch.as_tensor(prep.cards)
     results = fit_batched(rows, cards, W_train, ranks, n_restarts=_check_int("n_restarts", n_restarts, 1),
                           n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
-                          init="random", seed=seed, dtype=dt)
+                          init="kmeans++", seed=seed, dtype=dt)
     errors = _batched_validation_error(rows, cards, t, results, W_val, len(ranks), cv, dt)
     mean = errors.mean(1)
     best = int(np.flatnonzero(mean == mean.min())[0])

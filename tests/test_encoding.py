@@ -1,0 +1,178 @@
+"""Encoding of raw data, discretization (uniform / quantile / MDL), device and config layers."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.preprocessing import KBinsDiscretizer
+
+import tensorprob as tp
+from tensorprob._device import make_generator, resolve_device, resolve_dtype, seed_from_random_state
+from tensorprob.encoding import mdl_cut_points
+
+
+# ---------------------------------------------------------------- encode
+def test_encode_mixed_dataframe():
+    df = pd.DataFrame({
+        "color": ["red", "blue", None, "red"],
+        "flag": [True, False, True, True],
+        "count": [0, 2, 2, 1],
+        "size": [0.1, 0.5, np.nan, 0.9],
+        "kind": pd.Categorical(["a", "b", "a", "b"]),
+    })
+    enc = tp.encode(df, n_bins=2)
+    assert enc.feature_names == ["color", "flag", "count", "size", "kind"]
+    assert enc.codes[:, 0].tolist() == [1, 0, -1, 1]
+    assert enc.codes[:, 1].tolist() == [1, 0, 1, 1]
+    assert enc.codes[:, 2].tolist() == [0, 2, 2, 1]
+    assert enc.codes[:, 3].tolist() == [0, 1, -1, 1]
+    assert enc.codes[:, 4].tolist() == [0, 1, 0, 1]
+    assert enc.cardinalities.tolist() == [2, 2, 3, 2, 2]
+    assert enc.codes.dtype == np.int8
+    assert enc.encoder.kinds_ == ["categorical", "categorical", "codes", "discretized", "categorical"]
+    # the fitted encoder maps new data the same way, and rejects unseen categories
+    np.testing.assert_array_equal(enc.encoder.transform(df), enc.codes)
+    bad = df.copy()
+    bad.loc[0, "color"] = "green"
+    with pytest.raises(ValueError, match="'color' has a value not seen"):
+        enc.encoder.transform(bad)
+
+
+def test_encode_numpy_torch_and_strings():
+    X = np.array([[1, 5], [2, 5], [1, 7]])
+    enc = tp.encode(X)
+    assert enc.codes.tolist() == [[0, 0], [1, 0], [0, 1]] and enc.feature_names == ["x0", "x1"]
+    enc_t = tp.encode(torch.tensor(X))
+    np.testing.assert_array_equal(enc_t.codes, enc.codes)
+    S = np.array([["b", "x"], ["a", "y"], ["b", None]], dtype=object)
+    assert tp.encode(S).codes.tolist() == [[1, 0], [0, 1], [1, -1]]
+    # -1 marks missing in integer columns (the code convention), unless disabled
+    assert tp.encode(np.array([[0], [-1], [1]])).codes[:, 0].tolist() == [0, -1, 1]
+    assert tp.encode(np.array([[0], [-1], [1]]), missing_code=None).codes[:, 0].tolist() == [1, 0, 2]
+
+
+def test_encode_discretizes_floats_and_many_valued_ints():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=200), rng.integers(0, 256, 200)])
+    enc = tp.encode(X, n_bins=5)
+    assert enc.encoder.kinds_ == ["discretized", "discretized"]
+    assert enc.cardinalities.tolist() == [5, 5]
+    kb = KBinsDiscretizer(n_bins=5, encode="ordinal", strategy="uniform").fit(X)
+    np.testing.assert_array_equal(enc.codes, kb.transform(X).astype(int))
+
+
+def test_encode_errors():
+    with pytest.raises(ValueError, match="2-D"):
+        tp.encode(np.arange(5))
+    with pytest.raises(ValueError, match="empty"):
+        tp.encode(np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="discretizer=None"):
+        tp.encode(np.array([[0.5], [1.5]]), discretizer=None)
+    words = np.array([[f"w{i}"] for i in range(100)], dtype=object)
+    with pytest.raises(ValueError, match="100 categories, above max_categories=64"):
+        tp.encode(words)
+    with tp.config_context(max_categories=128):
+        assert tp.encode(words).cardinalities.tolist() == [100]
+    with pytest.raises(ValueError, match="infinite"):
+        tp.encode(np.array([[np.inf], [1.0]]))
+    with pytest.raises(ValueError, match="missing label"):
+        tp.encode_labels(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="1-D"):
+        tp.encode_labels(np.zeros((3, 2)))
+
+
+# ---------------------------------------------------------------- discretize
+def test_uniform_and_quantile_match_kbins():
+    rng = np.random.default_rng(1)
+    X = rng.exponential(size=(300, 3))
+    for strategy in ("uniform", "quantile"):
+        ours = tp.discretize(X, n_bins=4, strategy=strategy)
+        kb = KBinsDiscretizer(n_bins=4, encode="ordinal", strategy=strategy, subsample=None,
+                              **({"quantile_method": "averaged_inverted_cdf"} if strategy == "quantile" else {}))
+        np.testing.assert_array_equal(ours, kb.fit_transform(X).astype(int))
+
+
+def test_discretize_nan_and_constant_columns():
+    X = np.array([[0.0, 1.0], [np.nan, 1.0], [1.0, 1.0], [0.5, 1.0]])
+    d = tp.Discretizer(n_bins=2).fit(X)
+    out = d.transform(X)
+    assert out[:, 0].tolist() == [0, -1, 1, 1] and out[:, 1].tolist() == [0, 0, 0, 0]
+    assert d.n_bins_.tolist() == [2, 1]
+
+
+def test_mdl_hand_worked_cut_points():
+    # perfect 2-class split: gain 1 bit > (log2 7 + log2 7 - 2) / 8 = 0.452 -> one cut
+    x = np.arange(1, 9, dtype=float)
+    assert mdl_cut_points(x, np.array([0, 0, 0, 0, 1, 1, 1, 1])).tolist() == [4.5]
+    # n = 4: gain 1 > (log2 3 + 0.807) / 4 = 0.598 -> cut
+    assert mdl_cut_points(np.arange(1.0, 5.0), np.array([0, 0, 1, 1])).tolist() == [2.5]
+    # alternating classes: best gain 0.311 < (log2 3 + 2.644) / 4 = 1.057 -> no cut
+    assert mdl_cut_points(np.arange(1.0, 5.0), np.array([0, 1, 0, 1])).tolist() == []
+    # three blocks of three: root cut 3.5 (gain 0.918 > 0.543, ties to the first boundary),
+    # then 6.5 on the right part (gain 1 > 0.5215)
+    x9, y9 = np.arange(1.0, 10.0), np.repeat([0, 1, 2], 3)
+    assert mdl_cut_points(x9, y9).tolist() == [3.5, 6.5]
+    assert mdl_cut_points(x9, y9, max_bins=2).tolist() == [3.5]
+    # repeated values are never split apart
+    assert mdl_cut_points(np.array([1.0, 1, 2, 2, 3, 3]), np.array([0, 0, 1, 1, 1, 1])).tolist() == [1.5]
+
+
+def test_mdl_discretize_is_supervised():
+    x = np.concatenate([np.linspace(0, 1, 50), np.linspace(2, 3, 50)])[:, None]
+    y = np.repeat([0, 1], 50)
+    codes = tp.discretize(x, strategy="mdl", n_bins=None, y=y)
+    assert codes[:50, 0].tolist() == [0] * 50 and codes[50:, 0].tolist() == [1] * 50
+    with pytest.raises(ValueError, match="pass the class labels"):
+        tp.discretize(x, strategy="mdl")
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        tp.discretize(x, strategy="kmeans")
+    with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):
+        tp.discretize(x, n_bins=1)
+    enc = tp.encode(x, y, discretizer="mdl", n_bins=5)
+    assert enc.cardinalities.tolist() == [2]
+
+
+# ---------------------------------------------------------------- device and config
+def test_device_and_dtype_resolution():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")).type == "cpu"
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_dtype(None, torch.device("cpu")) == torch.float64
+    assert resolve_dtype(None, torch.device("cuda")) == torch.float32
+    assert resolve_dtype("float32", torch.device("cpu")) == torch.float32
+    with pytest.raises(ValueError, match="dtype must be"):
+        resolve_dtype("float16", torch.device("cpu"))
+    with pytest.raises(ValueError, match="not supported"):
+        resolve_device("meta")
+    with pytest.raises(TypeError):
+        resolve_device(3)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            resolve_device("cuda")
+
+
+def test_random_state_to_generator():
+    cpu = torch.device("cpu")
+    a = torch.rand(5, generator=make_generator(7, cpu))
+    b = torch.rand(5, generator=make_generator(7, cpu))
+    assert torch.equal(a, b)
+    g1 = make_generator(np.random.default_rng(3), cpu)
+    g2 = make_generator(np.random.default_rng(3), cpu)
+    assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
+    tg = torch.Generator().manual_seed(1)
+    assert make_generator(tg, cpu) is tg
+    assert seed_from_random_state(None) != seed_from_random_state(None)
+    with pytest.raises(ValueError, match="non-negative"):
+        seed_from_random_state(-1)
+    with pytest.raises(TypeError, match="random_state"):
+        seed_from_random_state("seed")
+
+
+def test_memory_budget_chunks_rows_without_changing_results():
+    s = tp.datasets.make_latent_class(3000, [3, 4, 5, 2] * 3, 4, random_state=0)
+    a = tp.fit_cpd(s.X, rank=4, device="cpu", random_state=1, n_iter_max=6, tol=0)
+    with tp.config_context(memory_budget=2**16):
+        b = tp.fit_cpd(s.X, rank=4, device="cpu", random_state=1, n_iter_max=6, tol=0)
+    np.testing.assert_allclose(a.loglik_history_, b.loglik_history_, atol=1e-10)
+    with pytest.raises(ValueError, match="memory_budget"):
+        tp.set_config(memory_budget=10)
+    assert tp.get_config()["memory_budget"] == 512 * 2**20
