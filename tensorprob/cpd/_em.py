@@ -50,15 +50,51 @@ class EMData:
 
 @dataclass
 class EMState:
-    """Parameters and history of B models fitted together."""
+    """Parameters and history of B models fitted together.
 
-    log_lam: torch.Tensor  # (B, F) float64
-    log_A: torch.Tensor  # (D, B, F) working dtype
+    The factors of all models are packed side by side without padding, one column per
+    (model, component): ``log_A`` is (D, P) with P = sum of the ranks, so the sparse
+    products cost exactly the sum of the ranks. The mixing weights are padded, ``log_lam``
+    (B, Fmax) with -inf beyond a model's rank, and ``gather`` maps the padded (B, Fmax)
+    layout to packed columns (padding points at column 0 and is masked by its -inf weight).
+    """
+
+    log_lam: torch.Tensor  # (B, Fmax) float64
+    log_A: torch.Tensor  # (D, P) working dtype
     weight_set: torch.Tensor  # (B,) index into EMData.weights columns
-    ranks: torch.Tensor  # (B,) true rank of each model (components >= rank are padding)
+    ranks: torch.Tensor  # (B,) rank of each model
     history: list = field(default_factory=list)  # per iteration: (B,) float64 mean log-likelihood
     n_iter: np.ndarray | None = None
     converged: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        ranks = self.ranks.tolist()
+        Fmax = int(self.log_lam.shape[1])
+        dev = self.log_lam.device
+        self.packed_pos = torch.tensor([b * Fmax + f for b, r in enumerate(ranks) for f in range(r)], device=dev)
+        self.col_model = torch.tensor([b for b, r in enumerate(ranks) for _ in range(r)], device=dev)
+        gather = torch.zeros(len(ranks) * Fmax, dtype=torch.int64, device=dev)
+        gather[self.packed_pos] = torch.arange(self.packed_pos.numel(), device=dev)
+        self.gather = gather
+        starts = np.concatenate([[0], np.cumsum(ranks)])
+        self.model_cols = [slice(int(starts[b]), int(starts[b + 1])) for b in range(len(ranks))]
+
+    @staticmethod
+    def pack(log_A_padded: torch.Tensor, ranks: list[int]) -> torch.Tensor:
+        """(D, B, Fmax) padded factors -> (D, P) packed columns."""
+        D, B, Fmax = log_A_padded.shape
+        pos = torch.tensor([b * Fmax + f for b, r in enumerate(ranks) for f in range(r)], device=log_A_padded.device)
+        return log_A_padded.reshape(D, B * Fmax)[:, pos].contiguous()
+
+
+_SPMM_BLOCK = 256  # dense columns per sparse product: wider operands fall out of cache (measured)
+
+
+def _spmm(S: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """``S @ dense`` in column blocks of at most ``_SPMM_BLOCK``."""
+    if dense.shape[1] <= _SPMM_BLOCK:
+        return S @ dense
+    return torch.cat([S @ dense[:, j:j + _SPMM_BLOCK].contiguous() for j in range(0, dense.shape[1], _SPMM_BLOCK)], 1)
 
 
 def _log_floor(dtype: torch.dtype, n_vars: int) -> float:
@@ -73,60 +109,61 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     -------
     loglik : (B,) float64 tensor
         Weighted mean log-likelihood of each model under its own weight set.
-    lam_num : (B, F) float64 tensor or None
-    num : (D, B, F) tensor or None
-        ``S^T @ (w r)``: expected counts of every (variable, value) per component.
+    lam_num : (B, Fmax) float64 tensor or None
+    num : (D, P) float64 tensor or None
+        ``S^T @ (w r)``: expected counts of every (variable, value) per packed component.
     """
-    D, B, F = state.log_A.shape
+    B, Fmax = state.log_lam.shape
+    D, P = state.log_A.shape
     W = data.weights[:, state.weight_set]  # (M', B) float64
-    logA = state.log_A.reshape(D, B * F)
     f64 = torch.float64
-    ll_sum = torch.zeros(B, dtype=f64, device=logA.device)
-    lam_num = torch.zeros(B, F, dtype=f64, device=logA.device) if need_stats else None
-    num = torch.zeros(D, B * F, dtype=f64, device=logA.device) if need_stats else None
+    dev = state.log_A.device
+    ll_sum = torch.zeros(B, dtype=f64, device=dev)
+    lam_num = torch.zeros(B, Fmax, dtype=f64, device=dev) if need_stats else None
+    num = torch.zeros(D, P, dtype=f64, device=dev) if need_stats else None
     for start, stop, S, ST in data.incidence.chunks:
-        L = (S @ logA).view(stop - start, B, F).to(f64) + state.log_lam[None]
+        m = stop - start
+        Lp = _spmm(S, state.log_A)  # (m, P)
+        L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
         lse = torch.logsumexp(L, dim=2)  # (m, B)
         w = W[start:stop]
         ll_sum += (w * lse).sum(0)
         if need_stats:
-            wR = torch.exp(L - lse[..., None]) * w[..., None]  # (m, B, F) weighted responsibilities
+            wR = torch.exp(L - lse[..., None]) * w[..., None]  # (m, B, Fmax) weighted responsibilities
             lam_num += wR.sum(0)
-            num += ST @ wR.reshape(stop - start, B * F)
-    total = W.sum(0)
-    return ll_sum / total, lam_num, (num.view(D, B, F) if need_stats else None)
+            num += _spmm(ST, wR.view(m, B * Fmax)[:, state.packed_pos])
+    return ll_sum / W.sum(0), lam_num, num
 
 
 def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tensor, alpha: float,
            active: torch.Tensor) -> None:
     """Update the parameters of the active models in place (inactive ones stay frozen)."""
-    D, B, F = num.shape
+    D, P = num.shape
     dtype = state.log_A.dtype
     N = data.cards.numel()
     total = data.weights[:, state.weight_set].sum(0)  # (B,)
     lam = lam_num / total[:, None]
-    comp_alive = lam_num > 0  # (B, F)
-    num64 = num
-    denom = torch.zeros(N, B, F, dtype=torch.float64, device=num.device).index_add_(0, data.var_of_col, num64)
-    denom_c = denom[data.var_of_col]  # (D, B, F)
+    comp_alive = lam_num > 0  # (B, Fmax)
+    alive_col = comp_alive.view(-1)[state.packed_pos]  # (P,)
+    denom = torch.zeros(N, P, dtype=torch.float64, device=num.device).index_add_(0, data.var_of_col, num)
+    denom_c = denom[data.var_of_col]  # (D, P)
     if alpha > 0:
-        card_c = data.cards[data.var_of_col].to(torch.float64)[:, None, None]
-        A = (num64 + alpha) / (denom_c + alpha * card_c)
-        keep_old = ~comp_alive[None].expand(D, B, F)
+        card_c = data.cards[data.var_of_col].to(torch.float64)[:, None]
+        A = (num + alpha) / (denom_c + alpha * card_c)
+        keep_old = ~alive_col[None, :].expand(D, P)
     else:
-        A = num64 / denom_c.clamp_min(torch.finfo(torch.float64).tiny)
+        A = num / denom_c.clamp_min(torch.finfo(torch.float64).tiny)
         # a component with no mass, or a variable never observed where the component has
         # mass, keeps its previous column instead of becoming 0/0
         keep_old = denom_c <= 0
-    floor = _log_floor(dtype, N)
     with torch.no_grad():
-        logA_new = torch.log(A).clamp_min(floor).to(dtype)
+        logA_new = torch.log(A).clamp_min(_log_floor(dtype, N)).to(dtype)
         logA_new = torch.where(keep_old, state.log_A, logA_new)
         log_lam_new = torch.where(comp_alive, torch.log(lam), torch.full_like(lam, -torch.inf))
-        padded = torch.arange(F, device=num.device)[None, :] >= state.ranks[:, None]
+        padded = torch.arange(lam.shape[1], device=num.device)[None, :] >= state.ranks[:, None]
         log_lam_new = log_lam_new.masked_fill(padded, -torch.inf)
         act = active.to(num.device)
-        state.log_A = torch.where(act[None, :, None], logA_new, state.log_A)
+        state.log_A = torch.where(act[state.col_model][None, :], logA_new, state.log_A)
         state.log_lam = torch.where(act[:, None], log_lam_new, state.log_lam)
 
 
@@ -227,7 +264,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
         sf = flat[cand.reshape(-1)]  # (B L, N)
         onehot = torch.zeros(D, B * L, dtype=dtype, device=device)
         onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = (sf >= 0).to(dtype)
-        match = torch.cat([(S @ onehot) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)
+        match = torch.cat([_spmm(S, onehot) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)
         match = match.view(n_rows, B, L)
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
             dist = (n_obs[:, None, None] - torch.maximum(match, best_match[..., None])).clamp_min(0)
@@ -247,7 +284,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     wR = (R * W[..., None]).reshape(n_rows, B * F)
     num = torch.zeros(D, B * F, dtype=torch.float64, device=device)
     for start, stop, _, ST in data.incidence.chunks:
-        num += ST @ wR[start:stop]
+        num += _spmm(ST, wR[start:stop])
     num = num.view(D, B, F) + smoothing
     denom = torch.zeros(N, B, F, dtype=torch.float64, device=device).index_add_(0, data.var_of_col, num)
     log_A = torch.log(num / denom[data.var_of_col]).to(dtype)

@@ -239,8 +239,9 @@ def fit_cpd(X: Any, rank: int | Sequence[int] = 20, *, y: Any = None, device: An
 
 
 def _bytes_per_row(B: int, F: int, itemsize: int) -> int:
-    # per row: S @ log A in the working dtype, then L, its exponent and w*r in float64
-    return B * F * (itemsize + 3 * 8) + 64
+    # per row: S @ log A (packed, at most B F) in the working dtype, then the padded L, its
+    # exponent and w*r (B F each) in float64, and the packed copy for S^T
+    return B * F * (itemsize + 4 * 8) + 64
 
 
 def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks: list[int], *, n_restarts: int,
@@ -273,7 +274,8 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
         log_lam, log_A = init_random(D, data.cards, data.var_of_col, ranks_b, Fmax, gens, dtype, device)
     else:
         log_lam, log_A = init_kmeanspp(data, ranks_b, wset, Fmax, gens, dtype)
-    state = EMState(log_lam, log_A, torch.tensor(wset, device=device), torch.tensor(ranks_b, device=device))
+    state = EMState(log_lam, EMState.pack(log_A, ranks_b), torch.tensor(wset, device=device),
+                    torch.tensor(ranks_b, device=device))
     run_em(data, state, alpha=alpha, n_iter_max=n_iter_max, tol=tol, callback=callback)
     hist = np.stack(state.history, 0)  # (T+1, B)
     final = hist[-1]
@@ -285,7 +287,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
             best = max(idx, key=lambda b: (final[b], -b))
             n_it = int(state.n_iter[best])
             lam = torch.exp(state.log_lam[best, :r]).to(dtype)
-            A_all = torch.exp(state.log_A[:, best, :r])
+            A_all = torch.exp(state.log_A[:, state.model_cols[best]])
             factors = [A_all[offs[n]:offs[n + 1]].clone() for n in range(len(offs) - 1)]
             results.append({
                 "weights": lam.clone(), "factors": factors, "history": hist[: n_it + 1, best].copy(),
