@@ -125,11 +125,13 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
         m = stop - start
         Lp = _spmm(S, state.log_A)  # (m, P)
         L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
-        lse = torch.logsumexp(L, dim=2)  # (m, B)
+        mx = L.amax(dim=2, keepdim=True)  # finite: every model has a component of positive weight
+        E = torch.exp(L.sub_(mx))  # (m, B, Fmax), in place of L
+        tot = E.sum(dim=2)
         w = W[start:stop]
-        ll_sum += (w * lse).sum(0)
+        ll_sum += (w * (mx[..., 0] + torch.log(tot))).sum(0)
         if need_stats:
-            wR = torch.exp(L - lse[..., None]) * w[..., None]  # (m, B, Fmax) weighted responsibilities
+            wR = E.mul_((w / tot)[..., None])  # (m, B, Fmax) weighted responsibilities, in place of E
             lam_num += wR.sum(0)
             num += _spmm(ST, wR.view(m, B * Fmax)[:, state.packed_pos])
     return ll_sum / W.sum(0), lam_num, num
@@ -167,36 +169,66 @@ def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tenso
         state.log_lam = torch.where(act[:, None], log_lam_new, state.log_lam)
 
 
+def _subset(state: EMState, keep: list[int]) -> EMState:
+    """A state holding only the models at positions ``keep`` (padding trimmed to their largest rank)."""
+    ranks = state.ranks[keep]
+    Fmax = int(ranks.max())
+    cols = torch.cat([torch.arange(state.model_cols[b].start, state.model_cols[b].stop) for b in keep])
+    return EMState(state.log_lam[keep, :Fmax].clone(), state.log_A[:, cols.to(state.log_A.device)].clone(),
+                   state.weight_set[keep], ranks)
+
+
+def _write_back(full: EMState, work: EMState, idx: list[int]) -> None:
+    """Copy the parameters of ``work``'s models (full ids ``idx``) into ``full``."""
+    for i, b in enumerate(idx):
+        full.log_A[:, full.model_cols[b]] = work.log_A[:, work.model_cols[i]]
+        full.log_lam[b, : work.log_lam.shape[1]] = work.log_lam[i]
+
+
 def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: float,
            callback=None) -> EMState:
     """Iterate EM on all models until each converges or ``n_iter_max`` M-steps are done.
 
     A model has converged when the relative increase of its mean log-likelihood falls to
-    ``tol`` or below; it is then frozen, so a batched fit equals the fits run one by one.
-    ``state.history[t]`` holds the mean log-likelihoods after ``t`` M-steps.
+    ``tol`` or below; it then leaves the batch (the remaining models are compacted), so a
+    batched fit equals the fits run one by one and never costs more than they do.
+    ``state.history[t]`` holds the mean log-likelihoods after ``t`` M-steps (a finished
+    model's last value is repeated).
     """
     B = state.log_lam.shape[0]
-    active = torch.ones(B, dtype=torch.bool)
     n_iter = np.zeros(B, dtype=np.int64)
     converged = np.zeros(B, dtype=bool)
-    ll, lam_num, num = e_step(data, state, need_stats=True)
+    idx = list(range(B))  # full ids of the models in `work`
+    work = state
+    ll, lam_num, num = e_step(data, work, need_stats=True)
     state.history.append(ll.cpu().numpy())
     for it in range(1, n_iter_max + 1):
-        m_step(data, state, lam_num, num, alpha, active)
-        n_iter[active.numpy()] += 1
-        ll, lam_num, num = e_step(data, state, need_stats=True)
-        ll_np = ll.cpu().numpy()
+        m_step(data, work, lam_num, num, alpha, torch.ones(len(idx), dtype=torch.bool))
+        n_iter[idx] += 1
+        ll, lam_num, num = e_step(data, work, need_stats=True)
         prev = state.history[-1]
-        ll_np = np.where(active.numpy(), ll_np, prev)
+        ll_np = prev.copy()
+        ll_np[idx] = ll.cpu().numpy()
         state.history.append(ll_np)
-        gain = ll_np - prev
-        done = active.numpy() & (np.abs(gain) <= tol * np.maximum(np.abs(prev), 1e-12))
-        converged |= done
-        active &= torch.from_numpy(~done)
+        done = np.abs(ll_np[idx] - prev[idx]) <= tol * np.maximum(np.abs(prev[idx]), 1e-12)
         if callback is not None:
             callback(it, ll_np)
-        if not bool(active.any()):
-            break
+        if done.any():
+            converged[np.asarray(idx)[done]] = True
+            if work is not state:
+                _write_back(state, work, idx)
+            keep = [i for i, d in enumerate(done) if not d]
+            if not keep:
+                idx = []
+                break
+            # statistics already computed for the kept models carry over to the compacted batch
+            cols = torch.cat([torch.arange(work.model_cols[i].start, work.model_cols[i].stop) for i in keep])
+            work = _subset(work, keep)
+            lam_num = lam_num[keep, : work.log_lam.shape[1]]
+            num = num[:, cols.to(num.device)]
+            idx = [idx[i] for i in keep]
+    if idx and work is not state:
+        _write_back(state, work, idx)
     state.n_iter = n_iter
     state.converged = converged
     return state

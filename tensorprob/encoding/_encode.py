@@ -14,9 +14,12 @@ def _is_missing(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "f":
         return np.isnan(values)
     if values.dtype.kind == "O":
-        out = np.fromiter((v is None or (isinstance(v, float) and v != v) or _is_pd_na(v) for v in values),
-                          dtype=bool, count=values.size)
-        return out
+        try:
+            import pandas as pd  # vectorized when pandas is installed
+        except ImportError:  # pragma: no cover - pandas comes with the data extras
+            return np.fromiter((v is None or (isinstance(v, float) and v != v) or _is_pd_na(v) for v in values),
+                               dtype=bool, count=values.size)
+        return np.asarray(pd.isna(values), dtype=bool)
     return np.zeros(values.shape, dtype=bool)
 
 
