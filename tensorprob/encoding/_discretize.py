@@ -141,23 +141,31 @@ class Discretizer:
             if y.shape[0] != X.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
             _, y_codes = np.unique(y, return_inverse=True)
-        edges: list[np.ndarray] = []
-        for j in range(X.shape[1]):
-            col = X[:, j]
-            ok = np.isfinite(col)
-            vals = col[ok]
-            if vals.size == 0 or vals.min() == vals.max():
-                edges.append(np.empty(0))
-            elif self.strategy == "mdl":
-                edges.append(mdl_cut_points(vals, y_codes[ok], self.n_bins))
-            else:
+        finite = np.isfinite(X)
+        lo = np.where(finite, X, np.inf).min(0)
+        hi = np.where(finite, X, -np.inf).max(0)
+        varying = hi > lo  # constant and all-NaN columns get one bin
+        edges: list[np.ndarray] = [np.empty(0) for _ in range(X.shape[1])]
+        if self.strategy == "mdl":
+            for j in np.flatnonzero(varying):
+                ok = finite[:, j]
+                edges[j] = mdl_cut_points(X[ok, j], y_codes[ok], self.n_bins)
+        else:
+            # all complete columns in one KBinsDiscretizer call, columns with NaN one by one
+            complete = varying & finite.all(0)
+            groups = [np.flatnonzero(complete)] + [np.array([j]) for j in np.flatnonzero(varying & ~complete)]
+            for cols in groups:
+                if cols.size == 0:
+                    continue
+                ok = finite[:, cols[0]] if cols.size == 1 else slice(None)
                 kb = KBinsDiscretizer(n_bins=int(self.n_bins), encode="ordinal", strategy=self.strategy,
                                       subsample=None, **({"quantile_method": "averaged_inverted_cdf"}
                                                          if self.strategy == "quantile" else {}))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # bins too small / removed: reported through n_bins_
-                    kb.fit(vals[:, None])
-                edges.append(np.asarray(kb.bin_edges_[0][1:-1], dtype=np.float64))
+                    kb.fit(X[ok][:, cols] if cols.size == 1 else X[:, cols])
+                for j, e in zip(cols, kb.bin_edges_):
+                    edges[j] = np.asarray(e[1:-1], dtype=np.float64)
         self.bin_edges_ = edges
         self.n_bins_ = np.array([e.size + 1 for e in edges], dtype=np.int64)
         self.n_features_in_ = X.shape[1]

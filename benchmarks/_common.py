@@ -1,0 +1,65 @@
+"""Shared helpers of the benchmark scripts: machine description, timing, markdown tables."""
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import time
+from datetime import date
+
+
+def machine() -> str:
+    import torch
+
+    cpu = platform.processor() or "cpu"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    gpu = f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
+    return (f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads){gpu}, "
+            f"{date.today().isoformat()}")
+
+
+class Timer:
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0
+
+
+def sync(device) -> None:
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def markdown(rows: list[dict], columns: list[str]) -> str:
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        out.append("| " + " | ".join(_fmt(r.get(c, "")) for c in columns) + " |")
+    return "\n".join(out)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "n/a"
+        return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.1f}"
+    return str(v)
+
+
+def write_csv(path: str, rows: list[dict]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    keys = sorted({k for r in rows for k in r})
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
