@@ -141,3 +141,161 @@ def mc_terms(log_w: torch.Tensor, log_factors: Sequence[torch.Tensor], samples: 
 def _mean_se(v: torch.Tensor) -> tuple[float, float]:
     T = v.numel()
     return float(v.mean()), (float(v.std(unbiased=True) / math.sqrt(T)) if T > 1 else float("inf"))
+
+
+_INFO_ESTIMATORS = ("mc", "rao_blackwell", "exact")
+
+
+class CPDInformation:
+    """Incremental ``g(S) = I(X_S; Z)`` or ``I(X_S; X_t)`` of a CPD model, all candidates at once.
+
+    The state is the per-sample running log joint ``log P(Z = f, x_S^(t))`` (T x F) over one
+    matrix of T model samples drawn once (common random numbers, so candidate differences are
+    not swamped by sampling noise); a candidate c adds one gathered column ``log A_c[x_tc, :]``,
+    and every candidate is evaluated in one (T x candidates x F) computation chunked to the
+    memory budget. With ``estimator="exact"`` the state is the enumerated joint table of
+    ``X_S`` (states x F) and candidates are evaluated by enumeration, vectorized over them.
+
+    Estimators (nats):
+
+    - ``"mc"``: the paper's plug-in Monte-Carlo form. Latent target:
+      ``H^(X_S) - sum_{n in S} H(X_n | Z)`` with ``H^ = mean_t -log P(x_S^(t))``; variable
+      target t: ``mean_t [log P(x_S, x_t) - log P(x_S) - log P(x_t)]``.
+    - ``"rao_blackwell"``: ``H(Z) - mean_t H(P(Z | x_S^(t)))`` (latent) or
+      ``H(X_t) - mean_t H(P(X_t | x_S^(t)))`` (variable target); lower variance.
+    - ``"exact"``: enumeration of the joint states (raises above the memory budget).
+
+    Parameters
+    ----------
+    log_w, log_factors : the model's log weights (F,) and log factors [(I_n, F)]
+    target : None for the latent Z, or the index of a variable (e.g. the label mode)
+    estimator : {"mc", "rao_blackwell", "exact"}
+    samples : (T, N) int64 tensor of model samples (not needed for "exact")
+    """
+
+    def __init__(self, log_w: torch.Tensor, log_factors: Sequence[torch.Tensor], *, target: int | None = None,
+                 estimator: str = "rao_blackwell", samples: torch.Tensor | None = None,
+                 max_states: int | None = None) -> None:
+        if estimator not in _INFO_ESTIMATORS:
+            raise ValueError(f"estimator must be one of {_INFO_ESTIMATORS}, got {estimator!r}")
+        self.log_w, self.log_factors = log_w, list(log_factors)
+        self.target, self.estimator = target, estimator
+        dev, dt = log_w.device, log_w.dtype
+        cards = torch.tensor([A.shape[0] for A in self.log_factors], device=dev)
+        self.offsets = torch.cumsum(cards, 0) - cards
+        self.log_flat = torch.cat(self.log_factors, 0)  # (D, F)
+        w = torch.exp(log_w)
+        self.h_given_z = torch.stack([-(w * _xlogx_sum(torch.exp(A), 0)).sum() for A in self.log_factors])  # (N,)
+        self.h_z = latent_entropy(log_w)
+        self.selected: list[int] = []
+        self.max_states = max_states
+        if target is not None:
+            self.A_t = torch.exp(self.log_factors[target])  # (I_t, F)
+            self.p_t = self.A_t @ w  # (I_t,)
+            self.h_t = float(-_xlogx_sum(self.p_t, 0))
+        if estimator == "exact":
+            self.table = log_w[None, :].clone()  # (states, F): log P(Z = f, x_S)
+        else:
+            if samples is None:
+                raise ValueError(f"estimator={estimator!r} needs model samples")
+            self.samples = samples
+            self.base = log_w[None, :].expand(samples.shape[0], -1).to(dt).clone()  # (T, F)
+        self.value, self.stderr = 0.0, 0.0
+
+    # -- Monte-Carlo -------------------------------------------------------------------------
+    def _mc_terms(self, L: torch.Tensor) -> torch.Tensor:
+        """Per-sample terms (T, c) whose mean is g(S + c) up to a constant added in ``evaluate``."""
+        lse = torch.logsumexp(L, dim=-1)
+        if self.target is None:
+            if self.estimator == "mc":
+                return -lse  # mean = H^(X_{S+c}); the H(X_n|Z) sum is subtracted later
+            post = torch.exp(L - lse[..., None])
+            return _xlogx_sum(post, -1)  # -H(P(Z | x)); the constant H(Z) is added later
+        if self.estimator == "mc":
+            y = self.samples[:, self.target]
+            ly = self.log_factors[self.target][y]  # (T, F)
+            shape = (-1,) + (1,) * (L.ndim - 2) + (L.shape[-1],)
+            return torch.logsumexp(L + ly.view(shape), dim=-1) - lse - torch.log(self.p_t[y]).view(
+                (-1,) + (1,) * (L.ndim - 2))
+        post = torch.exp(L - lse[..., None])
+        return _xlogx_sum(post @ self.A_t.T, -1)  # -H(P(X_t | x)); H(X_t) added later
+
+    def _constant(self, cands: torch.Tensor) -> torch.Tensor:
+        if self.target is None:
+            if self.estimator == "mc":
+                return -(self.h_given_z[self.selected].sum() + self.h_given_z[cands])
+            return torch.full((cands.numel(),), self.h_z, dtype=self.log_w.dtype, device=self.log_w.device)
+        if self.estimator == "mc":
+            return torch.zeros(cands.numel(), dtype=self.log_w.dtype, device=self.log_w.device)
+        return torch.full((cands.numel(),), self.h_t, dtype=self.log_w.dtype, device=self.log_w.device)
+
+    # -- exact ---------------------------------------------------------------------------------
+    def _exact(self, cands: torch.Tensor, hz: torch.Tensor) -> torch.Tensor:
+        F = self.log_w.shape[0]
+        Imax = max(int(self.log_factors[int(c)].shape[0]) for c in cands.tolist())
+        K = self.table.shape[0]
+        limit = self.max_states if self.max_states is not None else get_config()["memory_budget"] // (32 * F)
+        t_card = 1 if self.target is None else int(self.A_t.shape[0])
+        if K * Imax * t_card > limit:
+            raise ValueError(f"exact enumeration needs {K * Imax * t_card} joint states per candidate, above the "
+                             f"limit of {limit}; use estimator='rao_blackwell' or 'mc'")
+        pad = torch.full((cands.numel(), Imax, F), -torch.inf, dtype=self.log_w.dtype, device=self.log_w.device)
+        for i, c in enumerate(cands.tolist()):  # stacking the candidates' factor tables (no data loop)
+            A = self.log_factors[c]
+            pad[i, : A.shape[0]] = A
+        out = torch.empty(cands.numel(), dtype=self.log_w.dtype, device=self.log_w.device)
+        step = max(1, limit // max(1, K * Imax * t_card))
+        for a in range(0, cands.numel(), step):
+            J = (self.table[None, :, None, :] + pad[a:a + step, None, :, :]).reshape(-1, K * Imax, F)
+            out[a:a + step] = self._exact_value(J, hz[a:a + step])
+        return out
+
+    def _exact_value(self, J: torch.Tensor, hz: torch.Tensor) -> torch.Tensor:
+        """g for joint tables J (c, states, F) of log P(Z, x_{S+c}); ``hz`` = sum H(X_n | Z) over S + c."""
+        lp = torch.logsumexp(J, -1)  # (c, states)
+        h = -_xlogx_sum(torch.exp(lp), -1)  # H(X_{S+c})
+        if self.target is None:
+            return h - hz
+        Jt = J[..., None, :] + self.log_factors[self.target][None, None]  # (c, states, I_t, F)
+        h_joint = -_xlogx_sum(torch.exp(torch.logsumexp(Jt, -1)).flatten(1), -1)
+        return h + self.h_t - h_joint
+
+    # -- public ----------------------------------------------------------------------------------
+    def evaluate(self, candidates: Sequence[int] | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``g(S + c)`` and its standard error for every candidate c (two (C,) tensors)."""
+        cands = torch.as_tensor(candidates, dtype=torch.int64, device=self.log_w.device).reshape(-1)
+        if cands.numel() == 0:
+            z = torch.empty(0, dtype=self.log_w.dtype, device=self.log_w.device)
+            return z, z
+        if self.estimator == "exact":
+            vals = torch.empty(cands.numel(), dtype=self.log_w.dtype, device=self.log_w.device)
+            step = 64
+            for a in range(0, cands.numel(), step):
+                c = cands[a:a + step]
+                vals[a:a + step] = self._exact(c, self.h_given_z[self.selected].sum() + self.h_given_z[c])
+            return vals, torch.zeros_like(vals)
+        T, F = self.base.shape
+        per_cand = T * F * self.base.element_size() * 6
+        step = max(1, get_config()["memory_budget"] // per_cand)
+        means, ses = [], []
+        for a in range(0, cands.numel(), step):
+            c = cands[a:a + step]
+            idx = self.offsets[c][None, :] + self.samples[:, c]  # (T, c)
+            L = self.base[:, None, :] + self.log_flat[idx]  # (T, c, F)
+            terms = self._mc_terms(L).to(torch.float64)
+            means.append(terms.mean(0))
+            ses.append(terms.std(0, unbiased=True) / math.sqrt(T))
+        mean = torch.cat(means).to(self.log_w.dtype) + self._constant(cands)
+        return mean, torch.cat(ses).to(self.log_w.dtype)
+
+    def add(self, j: int) -> None:
+        """Add variable ``j`` to S (one gather for the Monte-Carlo state)."""
+        j = int(j)
+        v, se = self.evaluate([j])
+        self.value, self.stderr = float(v[0]), float(se[0])
+        if self.estimator == "exact":
+            F = self.log_w.shape[0]
+            self.table = (self.table[:, None, :] + self.log_factors[j][None, :, :]).reshape(-1, F)
+        else:
+            self.base = self.base + self.log_factors[j][self.samples[:, j]]
+        self.selected.append(j)
