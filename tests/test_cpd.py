@@ -378,3 +378,25 @@ def test_cuda_unavailable_is_a_clear_error():
     X = make_latent_class(50, [2, 2], 2, random_state=0).X
     with pytest.raises(ValueError, match="CUDA is not available"):
         tp.fit_cpd(X, rank=2, device="cuda")
+
+
+def test_models_over_variable_subsets_share_one_batch():
+    from tensorprob.counting import unique_rows
+    from tensorprob.cpd._fit import fit_batched
+
+    s = make_latent_class(3000, [3, 4, 2, 5, 3, 3], 3, random_state=0)
+    X = torch.as_tensor(s.X)
+    rows, W, _ = unique_rows(X, torch.ones(len(X), 1, dtype=torch.float64))
+    subsets = [[0, 1, 2], [0, 3, 5], [4]]
+    mask = torch.zeros(6, len(subsets), dtype=torch.bool)
+    for k, cols in enumerate(subsets):
+        mask[cols, k] = True
+    res = fit_batched(rows, torch.tensor([3, 4, 2, 5, 3, 3]), W.repeat(1, len(subsets)), [3], n_restarts=1,
+                      n_iter_max=40, tol=0.0, alpha=0.0, init="kmeans++", seed=5, dtype=torch.float64, var_mask=mask)
+    for r, cols in zip(res, subsets):
+        sub = tp.CPDModel(r["weights"], [r["factors"][c] for c in cols])
+        # the reported likelihood is the marginal likelihood of the subset's columns
+        assert abs(float(sub.log_prob(X[:, cols]).mean()) - r["history"][-1]) < 1e-10
+        assert np.all(np.diff(r["history"]) >= -1e-12)
+        for c in set(range(6)) - set(cols):  # left-out variables stay marginalized
+            assert torch.all(r["factors"][c] == 1.0)

@@ -66,6 +66,7 @@ class EMState:
     history: list = field(default_factory=list)  # per iteration: (B,) float64 mean log-likelihood
     n_iter: np.ndarray | None = None
     converged: np.ndarray | None = None
+    col_keep: torch.Tensor | None = None  # (D, P) bool: the model of a column models that variable
 
     def __post_init__(self) -> None:
         ranks = self.ranks.tolist()
@@ -161,6 +162,8 @@ def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tenso
     with torch.no_grad():
         logA_new = torch.log(A).clamp_min(_log_floor(dtype, N)).to(dtype)
         logA_new = torch.where(keep_old, state.log_A, logA_new)
+        if state.col_keep is not None:  # variables a model leaves out stay marginalized (log 1 = 0)
+            logA_new = logA_new.masked_fill(~state.col_keep, 0.0)
         log_lam_new = torch.where(comp_alive, torch.log(lam), torch.full_like(lam, -torch.inf))
         padded = torch.arange(lam.shape[1], device=num.device)[None, :] >= state.ranks[:, None]
         log_lam_new = log_lam_new.masked_fill(padded, -torch.inf)
@@ -174,8 +177,9 @@ def _subset(state: EMState, keep: list[int]) -> EMState:
     ranks = state.ranks[keep]
     Fmax = int(ranks.max())
     cols = torch.cat([torch.arange(state.model_cols[b].start, state.model_cols[b].stop) for b in keep])
-    return EMState(state.log_lam[keep, :Fmax].clone(), state.log_A[:, cols.to(state.log_A.device)].clone(),
-                   state.weight_set[keep], ranks)
+    cols = cols.to(state.log_A.device)
+    return EMState(state.log_lam[keep, :Fmax].clone(), state.log_A[:, cols].clone(), state.weight_set[keep], ranks,
+                   col_keep=None if state.col_keep is None else state.col_keep[:, cols])
 
 
 def _write_back(full: EMState, work: EMState, idx: list[int]) -> None:
@@ -258,7 +262,8 @@ def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: li
 
 
 def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int, gens: list[torch.Generator],
-                  dtype: torch.dtype, smoothing: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+                  dtype: torch.dtype, smoothing: float = 1.0, var_mask: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """k-means++-style seeding on the one-hot rows (Hamming distance), then one M-step.
 
     Seeds are drawn one per step for all models at once: the first with probability
@@ -274,7 +279,9 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     N = data.cards.numel()
     W = data.weights[:, weight_set]  # (M', B)
     n_rows = W.shape[0]
-    n_obs = (data.rows >= 0).sum(1).to(torch.float64)  # (M',)
+    # var_mask (N, B): the variables each model describes (default all); distances count only those
+    vm = torch.ones(N, B, dtype=torch.bool, device=device) if var_mask is None else var_mask
+    n_obs = (data.rows >= 0).to(torch.float64) @ vm.to(torch.float64)  # (M', B)
     flat = data.incidence.flat
     seeds = torch.zeros(B, F, dtype=torch.int64, device=device)
     best_match = torch.full((n_rows, B), -1.0, dtype=torch.float64, device=device)  # matches with nearest seed
@@ -285,7 +292,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
         if f == 0:
             p, L = W.clone(), 1
         else:
-            p, L = W * (n_obs[:, None] - best_match).clamp_min(0) ** 2, max(trials)
+            p, L = W * (n_obs - best_match).clamp_min(0) ** 2, max(trials)
         cand = torch.empty(B, L, dtype=torch.int64, device=device)
         for b in range(B):  # draws per model from its own stream (B is small)
             pb = p[:, b] if f < ranks[b] and float(p[:, b].sum()) > 0 else W[:, b]
@@ -294,12 +301,13 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
             cand[b, n_b:] = cand[b, 0]  # padding repeats a candidate: the argmin is unchanged
         # matches of every row with every candidate seed: S @ one-hot(candidates), (M', B, L)
         sf = flat[cand.reshape(-1)]  # (B L, N)
+        use = (sf >= 0) & vm.T.repeat_interleave(L, 0)  # observed and described by the model
         onehot = torch.zeros(D, B * L, dtype=dtype, device=device)
-        onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = (sf >= 0).to(dtype)
+        onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = use.to(dtype)
         match = torch.cat([_spmm(S, onehot) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)
         match = match.view(n_rows, B, L)
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
-            dist = (n_obs[:, None, None] - torch.maximum(match, best_match[..., None])).clamp_min(0)
+            dist = (n_obs[..., None] - torch.maximum(match, best_match[..., None])).clamp_min(0)
             potential = (W[..., None] * dist**2).sum(0)  # (B, L)
             pick = potential.argmin(1)
         else:

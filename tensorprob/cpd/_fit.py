@@ -246,12 +246,16 @@ def _bytes_per_row(B: int, F: int, itemsize: int) -> int:
 
 def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks: list[int], *, n_restarts: int,
                 n_iter_max: int, tol: float, alpha: float, init: str, seed: int, dtype: torch.dtype,
-                callback: Any = None, return_state: bool = False):
+                callback: Any = None, return_state: bool = False, var_mask: torch.Tensor | None = None):
     """Fit every (rank, weight set, restart) as one batched EM; keep the best restart of each.
 
     Parameters
     ----------
     rows : (M', N) int64 tensor of distinct codes; W : (M', K) float64 weights.
+    var_mask : (N, K) bool tensor, optional
+        Variables described by the models of each weight set (default all): a left-out
+        variable is marginalized (its factor fixed at 1), so models over different variable
+        subsets of the same data share one batch (GSM-CPD's ``remodel`` variant).
 
     Returns
     -------
@@ -270,12 +274,19 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
     ranks_b = [r for (r, _, _) in spec]
     wset = [k for (_, k, _) in spec]
+    vm = None if var_mask is None else var_mask.to(device)[:, wset]  # (N, B)
     if init == "random":
         log_lam, log_A = init_random(D, data.cards, data.var_of_col, ranks_b, Fmax, gens, dtype, device)
     else:
-        log_lam, log_A = init_kmeanspp(data, ranks_b, wset, Fmax, gens, dtype)
-    state = EMState(log_lam, EMState.pack(log_A, ranks_b), torch.tensor(wset, device=device),
-                    torch.tensor(ranks_b, device=device))
+        log_lam, log_A = init_kmeanspp(data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm)
+    col_keep = None
+    if vm is not None:
+        col_keep = EMState.pack(vm[data.var_of_col][:, :, None].expand(D, B, Fmax), ranks_b)
+    log_A = EMState.pack(log_A, ranks_b)
+    if col_keep is not None:
+        log_A = log_A.masked_fill(~col_keep, 0.0)
+    state = EMState(log_lam, log_A, torch.tensor(wset, device=device), torch.tensor(ranks_b, device=device),
+                    col_keep=col_keep)
     run_em(data, state, alpha=alpha, n_iter_max=n_iter_max, tol=tol, callback=callback)
     hist = np.stack(state.history, 0)  # (T+1, B)
     final = hist[-1]
