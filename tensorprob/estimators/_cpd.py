@@ -299,3 +299,75 @@ class CPDInformation:
         else:
             self.base = self.base + self.log_factors[j][self.samples[:, j]]
         self.selected.append(j)
+
+
+def stacked_information(log_w: torch.Tensor, log_factors: torch.Tensor, *, target: int | None, estimator: str,
+                        n_samples: int, gen: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``I(X_V; Z)`` or ``I(X_V; X_target)`` for G models over the same V variables at once.
+
+    Parameters
+    ----------
+    log_w : (G, F) log weights (-inf for unused components)
+    log_factors : (G, V, Imax, F) log factors (-inf for values beyond a variable's alphabet)
+    target : None (latent) or the position in V of the target variable (excluded from X_V)
+    estimator : {"exact", "mc", "rao_blackwell"} as in :class:`CPDInformation`
+    n_samples : T samples drawn from every model (Monte-Carlo estimators)
+
+    Returns
+    -------
+    values, stderr : (G,) tensors (nats)
+    """
+    if estimator not in _INFO_ESTIMATORS:
+        raise ValueError(f"estimator must be one of {_INFO_ESTIMATORS}, got {estimator!r}")
+    G, V, Imax, F = log_factors.shape
+    feats = [v for v in range(V) if v != target]
+    w = torch.exp(log_w)
+    A = torch.exp(log_factors)
+    h_z = -_xlogx_sum(w, 1)  # (G,)
+    h_given_z = -(w[:, None, :] * _xlogx_sum(A, 2)).sum(-1)  # (G, V)
+    if target is not None:
+        p_t = torch.einsum("gif,gf->gi", A[:, target], w)
+        h_t = -_xlogx_sum(p_t, 1)
+    if estimator == "exact":
+        table = log_w[:, None, :]  # (G, states, F)
+        for v in feats:
+            table = (table[:, :, None, :] + log_factors[:, v, None, :, :]).reshape(G, -1, F)
+        lp = torch.logsumexp(table, -1)
+        h = -_xlogx_sum(torch.exp(lp), 1)
+        zero = torch.zeros(G, dtype=log_w.dtype, device=log_w.device)
+        if target is None:
+            return h - h_given_z[:, feats].sum(1), zero
+        joint = table[:, :, None, :] + log_factors[:, target, None, :, :]
+        h_joint = -_xlogx_sum(torch.exp(torch.logsumexp(joint, -1)).flatten(1), 1)
+        return h + h_t - h_joint, zero
+    T = int(n_samples)
+    z = torch.multinomial(w / w.sum(1, keepdim=True), T, replacement=True, generator=gen)  # (G, T)
+    L = torch.zeros(G, T, F, dtype=log_w.dtype, device=log_w.device) + log_w[:, None, :]
+    cdf = torch.cumsum(A, 2)  # (G, V, Imax, F)
+    ys = None
+    for v in range(V):  # loop over the few variables of V; vectorized over models and samples
+        c = torch.gather(cdf[:, v].transpose(1, 2), 1, z[..., None].expand(G, T, Imax))  # (G, T, Imax)
+        u = torch.rand(G, T, 1, generator=gen, dtype=c.dtype, device=c.device)
+        x = torch.searchsorted(c.contiguous(), u).clamp_max(Imax - 1)[..., 0]  # (G, T)
+        if v == target:
+            ys = x
+            continue
+        L = L + torch.gather(log_factors[:, v], 1, x[..., None].expand(G, T, F))
+    lse = torch.logsumexp(L, -1)  # (G, T)
+    if target is None:
+        if estimator == "mc":
+            terms, const = -lse, -h_given_z[:, feats].sum(1)
+        else:
+            post = torch.exp(L - lse[..., None])
+            terms, const = _xlogx_sum(post, -1), h_z
+    else:
+        ly = torch.gather(log_factors[:, target], 1, ys[..., None].expand(G, T, F))
+        if estimator == "mc":
+            terms = torch.logsumexp(L + ly, -1) - lse - torch.log(torch.gather(p_t, 1, ys))
+            const = torch.zeros_like(h_t)
+        else:
+            post = torch.exp(L - lse[..., None])
+            terms, const = _xlogx_sum(torch.einsum("gtf,gif->gti", post, A[:, target]), -1), h_t
+    terms = terms.to(torch.float64)
+    return (terms.mean(1).to(log_w.dtype) + const,
+            (terms.std(1, unbiased=True) / math.sqrt(T)).to(log_w.dtype))
