@@ -111,3 +111,18 @@ def test_exact_enumeration_limit():
         CPDInformation(lw, lf, estimator="magic")
     with pytest.raises(ValueError, match="needs model samples"):
         CPDInformation(lw, lf, estimator="mc")
+
+
+def test_zero_probabilities_do_not_produce_nan():
+    w = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64)  # a dead component
+    A = [torch.tensor([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]], dtype=torch.float64),
+         torch.tensor([[0.5, 0.0, 0.2], [0.5, 0.25, 0.3], [0.0, 0.75, 0.5]], dtype=torch.float64)]
+    model = tp.CPDModel(w, A)
+    lw, lf = model._logs()
+    for est in ("rao_blackwell", "mc", "exact"):
+        info = CPDInformation(lw, lf, estimator=est, samples=model.sample(3000, random_state=0))
+        vals, se = info.evaluate([0, 1])
+        assert torch.isfinite(vals).all() and torch.isfinite(se).all()
+        for c, v in zip([0, 1], vals.tolist()):
+            exact = model.mutual_information([c]).value
+            assert abs(v - exact) < 1e-10 if est == "exact" else abs(v - exact) < 0.05

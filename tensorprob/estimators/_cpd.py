@@ -204,13 +204,20 @@ class CPDInformation:
 
     # -- Monte-Carlo -------------------------------------------------------------------------
     def _mc_terms(self, L: torch.Tensor) -> torch.Tensor:
-        """Per-sample terms (T, c) whose mean is g(S + c) up to a constant added in ``evaluate``."""
+        """Per-sample terms (T, c) whose mean is g(S + c) up to a constant added in ``evaluate``.
+
+        ``L`` (a scratch tensor) may be overwritten.
+        """
+        if self.target is None and self.estimator == "rao_blackwell":
+            # -H(softmax(L)) = sum_f e_f (L_f - m) / s - log s, with e = exp(L - m), s = sum e:
+            # no logarithm over the T x c x F entries, and L is reused in place
+            L.sub_(L.amax(dim=-1, keepdim=True)).clamp_min_(torch.finfo(L.dtype).min)  # -inf -> finite: 0 * x = 0
+            E = torch.exp(L)
+            s = E.sum(-1)
+            return (E.mul_(L)).sum(-1) / s - torch.log(s)  # the constant H(Z) is added later
         lse = torch.logsumexp(L, dim=-1)
         if self.target is None:
-            if self.estimator == "mc":
-                return -lse  # mean = H^(X_{S+c}); the H(X_n|Z) sum is subtracted later
-            post = torch.exp(L - lse[..., None])
-            return _xlogx_sum(post, -1)  # -H(P(Z | x)); the constant H(Z) is added later
+            return -lse  # mean = H^(X_{S+c}); the H(X_n|Z) sum is subtracted later
         if self.estimator == "mc":
             y = self.samples[:, self.target]
             ly = self.log_factors[self.target][y]  # (T, F)
@@ -281,7 +288,7 @@ class CPDInformation:
         for a in range(0, cands.numel(), step):
             c = cands[a:a + step]
             idx = self.offsets[c][None, :] + self.samples[:, c]  # (T, c)
-            L = self.base[:, None, :] + self.log_flat[idx]  # (T, c, F)
+            L = self.log_flat[idx].add_(self.base[:, None, :])  # (T, c, F)
             terms = self._mc_terms(L).to(torch.float64)
             means.append(terms.mean(0))
             ses.append(terms.std(0, unbiased=True) / math.sqrt(T))
