@@ -8,7 +8,6 @@ Prints markdown tables and writes benchmarks/results/cpd.csv. Timings, not tests
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time

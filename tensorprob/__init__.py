@@ -8,12 +8,14 @@ from . import datasets
 from .cpd import CPDModel, RankSelection, fit_cpd, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
 from .estimators import Estimate
+from .selection import GSMCPD
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CPDModel",
     "Estimate",
+    "GSMCPD",
     "datasets",
     "fit_cpd",
     "RankSelection",

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..counting import Incidence, offsets_of
+from ..counting import Incidence
 
 
 @dataclass

@@ -20,6 +20,7 @@ from .._device import make_generator, seed_from_random_state
 from ..counting import unique_rows
 from ..cpd._fit import fit_batched
 from ..estimators._cpd import CPDInformation, stacked_information
+from ._base import BaseSelector
 
 
 def greedy_information(info: CPDInformation, candidates: list[int], k: int | None, *, lazy: bool = False,
@@ -214,7 +215,7 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
             "rank_errors_": rank_errors}
 
 
-class GSMCPD:
+class GSMCPD(BaseSelector):
     """GSM-CPD feature selection (Amiridi, Kargas & Sidiropoulos, paper 000, Alg. 2).
 
     Fits a nonnegative CPD (latent class) model of the joint PMF of the discretized features
@@ -269,7 +270,7 @@ class GSMCPD:
     Ties break to the lowest feature index.
     """
 
-    _method_name = "gsm-cpd"
+    _allow_auto = True
 
     def __init__(self, k: int | str = 10, *, rank: int | None = None, ranks: tuple = (5, 10, 15, 20, 30), cv: int = 5,
                  target: str = "latent", estimator: str = "rao_blackwell", n_samples: int = 5000, lazy: bool = False,
