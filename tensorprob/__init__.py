@@ -8,14 +8,32 @@ from . import datasets
 from .cpd import CPDModel, RankSelection, fit_cpd, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
 from .estimators import Estimate
-from .selection import GSMCPD
+from . import evaluation, selection
+from .selection import (CIFE, CMIM, DISR, GSMCPD, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR, SPECCMI,
+                        available_methods, select_features)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CPDModel",
     "Estimate",
+    "CIFE",
+    "CMIM",
+    "DISR",
     "GSMCPD",
+    "ICAP",
+    "JMI",
+    "JMIM",
+    "MIFS",
+    "MIM",
+    "MRI",
+    "MRMR",
+    "RMRMR",
+    "SPECCMI",
+    "available_methods",
+    "evaluation",
+    "select_features",
+    "selection",
     "datasets",
     "fit_cpd",
     "RankSelection",

@@ -1,5 +1,14 @@
-"""Feature selectors: scikit-learn estimators sharing one base class."""
-from ._base import BaseSelector
+"""Feature selectors: scikit-learn estimators sharing one base class and one greedy driver."""
+from ._api import available_methods, register, select_features
+from ._base import BaseSelector, GreedySelector
+from ._classic import CIFE, CMIM, DISR, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR
 from ._gsm import GSMCPD
+from ._spectral import SPECCMI
 
-__all__ = ["BaseSelector", "GSMCPD"]
+for _name, _cls in (("mim", MIM), ("mifs", MIFS), ("mrmr", MRMR), ("cife", CIFE), ("jmi", JMI), ("cmim", CMIM),
+                    ("jmim", JMIM), ("disr", DISR), ("icap", ICAP), ("mri", MRI), ("rmrmr", RMRMR),
+                    ("spec_cmi", SPECCMI), ("gsm-cpd", GSMCPD)):
+    register(_name, _cls)
+
+__all__ = ["BaseSelector", "CIFE", "CMIM", "DISR", "GSMCPD", "GreedySelector", "ICAP", "JMI", "JMIM", "MIFS", "MIM",
+           "MRI", "MRMR", "RMRMR", "SPECCMI", "available_methods", "register", "select_features"]

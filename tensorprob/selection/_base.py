@@ -78,6 +78,9 @@ class BaseSelector(SelectorMixin, BaseEstimator):
             raise ValueError(f"k={self.k} is larger than the number of features ({n_features})")
         return int(self.k)
 
+    def _validate_extra(self) -> None:
+        """Subclasses check their own parameters here (called by ``fit``)."""
+
     def fit(self, X: Any, y: Any) -> "BaseSelector":
         """Select features of ``X`` (raw or coded) for the labels ``y``.
 
@@ -86,6 +89,9 @@ class BaseSelector(SelectorMixin, BaseEstimator):
         self
         """
         self._validate_common()
+        self._validate_extra()
+        if hasattr(self, "base"):
+            self._log_base()
         codes, cards, y_codes, n_classes = self._prepare(X, y)
         k = self._resolve_k(codes.shape[1])
         device = resolve_device(self.device)
@@ -110,3 +116,25 @@ class BaseSelector(SelectorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+class GreedySelector(BaseSelector):
+    """A selector run by the shared greedy driver with the criterion from ``_criterion()``."""
+
+    def _log_base(self) -> float:
+        base = getattr(self, "base", "e")
+        if base in ("e", None):
+            return 1.0
+        if base == 2:
+            return float(np.log(2.0))
+        raise ValueError(f"The 'base' parameter of {type(self).__name__} must be 'e' or 2; got {base!r}")
+
+    def _criterion(self):
+        raise TypeError(f"{type(self).__name__} does not define _criterion")  # pragma: no cover
+
+    def _select(self, codes, cards, y, n_classes, k, device, dtype):
+        from ._greedy import SelectionData, greedy_forward
+
+        data = SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
+                             torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base())
+        return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)

@@ -1,0 +1,132 @@
+"""Contingency tables of all candidate features against one or two other columns, by bincount.
+
+Every table here is built in one ``torch.bincount`` pass over the (M x candidates) codes
+with the combined index ``((cand * I + x_mc) * A + a_m) * B + b_m`` (I the largest
+cardinality), chunked over candidates so that the index and the table fit the memory
+budget. Entries with a missing (-1) value in any of the columns involved are dropped for
+that candidate (pairwise deletion), so each candidate's table may have its own total.
+
+Plug-in information quantities (natural logarithms; divide by ``log 2`` for bits) are
+computed from these tables for all candidates at once.
+"""
+from __future__ import annotations
+
+import torch
+
+from .._config import get_config
+
+_TINY = 1e-300
+
+
+def _chunk(n_rows: int, n_bins_per_cand: int, n_cands: int) -> int:
+    per_cand = 8 * (3 * n_rows + 2 * n_bins_per_cand)
+    return max(1, min(n_cands, get_config()["memory_budget"] // max(1, per_cand)))
+
+
+def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, card_a: int = 1,
+                b: torch.Tensor | None = None, card_b: int = 1, weights: torch.Tensor | None = None,
+                dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Counts of (x_c, a, b) for every column c of ``codes``: tensor (n_cands, card, card_a, card_b).
+
+    Parameters
+    ----------
+    codes : (M, n_cands) int64 tensor, -1 = missing
+    card : int
+        Largest cardinality of the candidate columns.
+    a, b : (M,) int64 tensors or None
+        The other columns (a selected feature, the class, ...); None counts as constant 0.
+    weights : (M,) tensor, optional
+        Row weights (default 1).
+    """
+    M, n = codes.shape
+    dev = codes.device
+    a = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
+    b = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
+    ab = a * card_b + b  # (M,)
+    ab_ok = (a >= 0) & (b >= 0)
+    per = card * card_a * card_b
+    out = torch.empty(n, per, dtype=dtype, device=dev)
+    step = _chunk(M, per, n)
+    w = None if weights is None else weights.to(dtype)
+    for s in range(0, n, step):
+        c = codes[:, s:s + step].to(torch.int64)
+        g = c.shape[1]
+        ok = (c >= 0) & ab_ok[:, None]
+        idx = (torch.arange(g, device=dev)[None, :] * card + c.clamp_min(0)) * (card_a * card_b) + ab[:, None]
+        vals = ok.to(dtype) if w is None else ok.to(dtype) * w[:, None]
+        out[s:s + g] = torch.bincount(idx.reshape(-1), weights=vals.reshape(-1), minlength=g * per).view(g, per)
+    return out.view(n, card, card_a, card_b)
+
+
+def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    """Plug-in entropy (nats) of the joint distribution over ``dims`` of each table in the batch.
+
+    ``counts`` is (n, ...): the other dimensions are summed out first; dimension 0 is the batch.
+    """
+    keep = {0, *dims}
+    other = tuple(d for d in range(1, counts.ndim) if d not in keep)
+    c = counts.sum(dim=other) if other else counts
+    c = c.reshape(c.shape[0], -1)
+    tot = c.sum(1, keepdim=True)
+    p = c / tot.clamp_min(_TINY)
+    return -(p * torch.log(p.clamp_min(_TINY))).sum(1)
+
+
+def table_information(T: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Plug-in quantities of x (dim 1), a (dim 2), b (dim 3) for each table T (n, I, A, B), in nats.
+
+    Returns ``h_x, h_a, h_b, h_xa, h_xb, h_ab, h_xab`` and the derived ``i_xa = I(x;a)``,
+    ``i_xb = I(x;b)``, ``i_xa_b = I(x;a|b)``, ``i_xb_a = I(x;b|a)``, ``i_xa__b = I(x,a;b)``.
+    """
+    h = {"x": (1,), "a": (2,), "b": (3,), "xa": (1, 2), "xb": (1, 3), "ab": (2, 3), "xab": (1, 2, 3)}
+    H = {f"h_{k}": entropy_of_counts(T, d) for k, d in h.items()}
+    H["i_xa"] = H["h_x"] + H["h_a"] - H["h_xa"]
+    H["i_xb"] = H["h_x"] + H["h_b"] - H["h_xb"]
+    H["i_xa_b"] = H["h_xb"] + H["h_ab"] - H["h_xab"] - H["h_b"]
+    H["i_xb_a"] = H["h_xa"] + H["h_ab"] - H["h_xab"] - H["h_a"]
+    H["i_xa__b"] = H["h_xa"] + H["h_b"] - H["h_xab"]
+    return {k: v.clamp_min(0.0) if k.startswith("i_") else v for k, v in H.items()}
+
+
+def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,
+                       *, over_b: bool = False, marginalize_b: bool = False, min_prob: float = 1e-10) -> torch.Tensor:
+    """Per-sample conditional probabilities ``p^(x_c | a, b)`` gathered from tables T (n, I, A, B).
+
+    Parameters
+    ----------
+    T : counts from :func:`joint_table` for the candidate columns ``codes`` (M, n)
+    a, b : the conditioning columns used to build T (None = constant 0)
+    over_b : return ``p^(x_mc | a_m, b = v)`` for every value v of b: (M, n, B)
+    marginalize_b : condition on a only: ``p^(x_mc | a_m)`` (b summed out)
+    min_prob : a conditioning event with probability below this gives probability 0
+
+    Returns
+    -------
+    (M, n) tensor, or (M, n, B) with ``over_b``; 0 where x_c, a or b is missing.
+    """
+    n, I, A, B = T.shape
+    M = codes.shape[0]
+    dev = codes.device
+    a = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
+    b = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
+    if marginalize_b:
+        T = T.sum(3, keepdim=True)
+        B, b = 1, torch.zeros_like(b)
+    cond = T.sum(1)  # (n, A, B): counts of the conditioning event per candidate
+    totals = cond.sum((1, 2)).clamp_min(_TINY)  # (n,)
+    ok = (codes >= 0) & (a >= 0)[:, None] & (b >= 0)[:, None]
+    c = codes.clamp_min(0).to(torch.int64)
+    cand = torch.arange(n, device=dev)[None, :]
+    if over_b:
+        base = ((cand * I + c) * A + a.clamp_min(0)[:, None]) * B  # (M, n)
+        idx = base[..., None] + torch.arange(B, device=dev)
+        num = T.reshape(-1)[idx]
+        den = cond.reshape(-1)[(cand * A + a.clamp_min(0)[:, None])[..., None] * B + torch.arange(B, device=dev)]
+        okp = (den / totals[None, :, None]) >= min_prob
+        p = torch.where(okp & ok[..., None], num / den.clamp_min(_TINY), torch.zeros_like(num))
+        return p
+    idx = ((cand * I + c) * A + a.clamp_min(0)[:, None]) * B + b.clamp_min(0)[:, None]
+    num = T.reshape(-1)[idx]
+    den = cond.reshape(-1)[(cand * A + a.clamp_min(0)[:, None]) * B + b.clamp_min(0)[:, None]]
+    okp = (den / totals[None, :]) >= min_prob
+    return torch.where(okp & ok, num / den.clamp_min(_TINY), torch.zeros_like(num))
