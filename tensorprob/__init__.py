@@ -9,8 +9,8 @@ from .cpd import CPDModel, RankSelection, fit_cpd, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
 from .estimators import Estimate
 from . import evaluation, selection
-from .selection import (CIFE, CMIM, DISR, GSMCPD, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR, SPECCMI,
-                        available_methods, select_features)
+from .selection import (CIFE, CMIM, DISR, GSMCPD, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, PDA, RMRMR,
+                        SPECCMI, VMI, available_methods, select_features)
 
 __version__ = "0.1.0"
 
@@ -28,8 +28,10 @@ __all__ = [
     "MIM",
     "MRI",
     "MRMR",
+    "PDA",
     "RMRMR",
     "SPECCMI",
+    "VMI",
     "available_methods",
     "evaluation",
     "select_features",

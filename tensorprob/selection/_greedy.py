@@ -9,8 +9,9 @@ Criterion protocol (see :class:`Criterion`):
 - ``start(data)``: receive the :class:`SelectionData`.
 - ``first_scores()``: scores of the first pick; default ``I(X_m; C)`` for every feature.
 - ``scores()``: the criterion of every feature given the current selection, shape (N,).
-- ``accept(j, score)``: called with the best candidate before it is added; returning False
-  selects nothing this iteration (the VI restart rule uses it to drop its chain).
+- ``accept(j, score)``: called with the best candidate (and its score) before it is added;
+  returning False selects nothing this iteration (the VI restart rule uses it to drop its
+  chain).
 - ``update(j)``: add feature j to the criterion's state.
 
 The driver masks selected features, breaks ties to the lowest index (a value within 1e-12
@@ -120,7 +121,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int, max_iterat
         s = criterion.first_scores() if first else criterion.scores()
         j = lowest_argmax(s, available)
         value = float(s[j])
-        if not first and not criterion.accept(j, value):
+        if not criterion.accept(j, value):
             continue
         first = False
         criterion.update(j)

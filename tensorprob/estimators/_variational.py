@@ -1,0 +1,135 @@
+"""Per-sample probability machinery of the sample-mean (AMD/GMD) and variational (VI) criteria.
+
+Everything is a gather from contingency tables built by :mod:`tensorprob.counting`; the
+state is per sample and per candidate, so adding a feature costs one bincount and one
+gather over (M x candidates [x classes]).
+
+Sample-mean criteria (paper 004, eq. 15), with ``pbar`` an arithmetic (AMD) or geometric
+(GMD) mean over the k-subsets of S of plug-in conditionals evaluated at each sample:
+
+    J(m) = (1/M) sum_j log [ pbar_{k2}(x_m^j | S, c^j) / pbar_{k1}(x_m^j | S) ]
+
+Variational lower bound (DESIGN 6.3; paper 001 and the VI framework of paper 004), for the
+current chain C of selected features and a candidate i:
+
+    L(C + i) = (1/M) sum_j [ log q(x^j | y^j) - log sum_c p^(c) q(x^j | c) ]
+
+with ``log q(x | c)`` accumulated per sample and class: naive ``sum_s log p^(x_s | c)``;
+GMD^1 (VMI-pairwise) ``log p^(x_c1|c) + sum_{t>=2} mean_{r<t} log p^(x_ct | x_cr, c)``;
+AMD^1 ``log p^(x_c1|c) + sum_{t>=2} log mean_{r<t} p^(x_ct | x_cr, c)``; FID^1 rooted at the
+candidate ``log p^(x_i|c) + sum_{s in C} log p^(x_s | x_i, c)``.
+"""
+from __future__ import annotations
+
+import torch
+
+from .._config import get_config
+from ..counting import gather_conditional, joint_table
+
+_Q = ("naive", "gmd", "amd", "fid")
+
+
+def _log(p: torch.Tensor) -> torch.Tensor:
+    return torch.log(p)  # log 0 = -inf is meaningful here (a class the sample cannot belong to)
+
+
+def _chunks(n: int, per_cand_bytes: int):
+    step = max(1, get_config()["memory_budget"] // max(1, per_cand_bytes))
+    for a in range(0, n, step):
+        yield a, min(n, a + step)
+
+
+class VariationalState:
+    """Chain, per-sample ``log q`` and per-candidate accumulators of one VI criterion.
+
+    Parameters
+    ----------
+    data : SelectionData (codes, card, y, n_classes, dtype, log_base)
+    q : {"naive", "gmd", "amd", "fid"}
+        The q-distribution: naive (order 0; FID^0 = GMD^0 = AMD^0), or order-1 GMD
+        (VMI-pairwise), AMD or FID (rooted at the candidate).
+    """
+
+    def __init__(self, data, q: str) -> None:
+        if q not in _Q:
+            raise ValueError(f"q must be one of {_Q}, got {q!r}")
+        self.data, self.q = data, q
+        d = data
+        M, N, C = d.codes.shape[0], d.n_features, d.n_classes
+        self.M, self.N, self.C = M, N, C
+        counts = torch.bincount(d.y, minlength=C).to(d.dtype)
+        self.log_prior = torch.log(counts / counts.sum())  # (C,)
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop the chain: q back to the class prior."""
+        d = self.data
+        self.chain: list[int] = []
+        self.base = torch.zeros(self.M, self.C, dtype=d.dtype, device=d.codes.device)  # log q of the chain
+        self.acc = None  # (M, N, C) per-candidate accumulator (gmd / amd / fid)
+
+    # ---------------------------------------------------------------- per-candidate terms
+    def _class_cond(self, a: int, b: int) -> torch.Tensor:
+        """log p^(x_i | c) for candidates a..b, every sample and class: (M, b-a, C)."""
+        d = self.data
+        T = d.class_table[a:b]
+        return _log(gather_conditional(T, d.codes[:, a:b], None, d.y, over_b=True))
+
+    def _pair_tables(self, j: int) -> torch.Tensor:
+        d = self.data
+        return joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype)
+
+    def _candidate_logq(self, a: int, b: int) -> torch.Tensor:
+        """log q(x | c) of the chain extended by each candidate a..b: (M, b-a, C)."""
+        n = len(self.chain)
+        if self.q == "fid":
+            lq = self._class_cond(a, b)
+            return lq if n == 0 else lq + self.acc[:, a:b]
+        if n == 0 or self.q == "naive":
+            t = self._class_cond(a, b)
+        elif self.q == "gmd":
+            t = self.acc[:, a:b] / n
+        else:
+            t = _log(self.acc[:, a:b] / n)
+        return self.base[:, None, :] + t
+
+    def bounds(self) -> torch.Tensor:
+        """L(C + i) for every candidate i (nats / log_base): (N,)."""
+        d = self.data
+        out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
+        yi = d.y[:, None, None]
+        for a, b in _chunks(self.N, self.M * self.C * 8 * 4):
+            lq = self._candidate_logq(a, b)  # (M, c, C)
+            own = torch.gather(lq, 2, yi.expand(-1, b - a, 1))[..., 0]
+            lse = torch.logsumexp(lq + self.log_prior, dim=2)
+            out[a:b] = (own - lse).mean(0)
+        return out / d.log_base
+
+    def add(self, j: int) -> None:
+        """Append feature j to the chain."""
+        d = self.data
+        if self.q == "fid":
+            # accumulate log p^(x_j | x_i, c) for every candidate i (rooted at the candidate)
+            T = self._pair_tables(j)  # (N, I, I_j, C): candidate x_i, a = x_j, b = class
+            if self.acc is None:
+                self.acc = torch.zeros(self.M, self.N, self.C, dtype=d.dtype, device=d.codes.device)
+            cond = T.sum(2)  # (N, I, C): counts of (x_i, c)
+            xi = d.codes.clamp_min(0)
+            xj = d.codes[:, j].clamp_min(0)
+            cand = torch.arange(self.N, device=d.codes.device)[None, :]
+            I, Ij, C = T.shape[1], T.shape[2], T.shape[3]
+            cls = torch.arange(C, device=d.codes.device)
+            num = T.reshape(-1)[(((cand * I + xi) * Ij + xj[:, None]) * C)[..., None] + cls]
+            den = cond.reshape(-1)[((cand * I + xi) * C)[..., None] + cls]
+            self.acc += _log(torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num)))
+        else:
+            # the chain's own q gains the term j had as a candidate
+            self.base = self._candidate_logq(j, j + 1)[:, 0, :]
+            if self.q in ("gmd", "amd"):
+                T = self._pair_tables(j)
+                p = gather_conditional(T, d.codes, d.codes[:, j], d.y, over_b=True)  # p^(x_i | x_j, c)
+                term = _log(p) if self.q == "gmd" else p
+                if self.acc is None:
+                    self.acc = torch.zeros_like(term)
+                self.acc += term
+        self.chain.append(j)
