@@ -78,6 +78,14 @@ class BaseSelector(SelectorMixin, BaseEstimator):
             raise ValueError(f"k={self.k} is larger than the number of features ({n_features})")
         return int(self.k)
 
+    def _log_base(self) -> float:
+        base = getattr(self, "base", "e")
+        if base in ("e", None):
+            return 1.0
+        if base == 2:
+            return float(np.log(2.0))
+        raise ValueError(f"The 'base' parameter of {type(self).__name__} must be 'e' or 2; got {base!r}")
+
     def _validate_extra(self) -> None:
         """Subclasses check their own parameters here (called by ``fit``)."""
 
@@ -120,14 +128,6 @@ class BaseSelector(SelectorMixin, BaseEstimator):
 
 class GreedySelector(BaseSelector):
     """A selector run by the shared greedy driver with the criterion from ``_criterion()``."""
-
-    def _log_base(self) -> float:
-        base = getattr(self, "base", "e")
-        if base in ("e", None):
-            return 1.0
-        if base == 2:
-            return float(np.log(2.0))
-        raise ValueError(f"The 'base' parameter of {type(self).__name__} must be 'e' or 2; got {base!r}")
 
     def _criterion(self):
         raise TypeError(f"{type(self).__name__} does not define _criterion")  # pragma: no cover

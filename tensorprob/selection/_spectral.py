@@ -44,9 +44,7 @@ class SPECCMI(BaseSelector):
         self.dtype = dtype
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
-        from ._base import GreedySelector
-
-        lb = GreedySelector._log_base(self)
+        lb = self._log_base()
         data = SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
                              torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=lb)
         N = data.n_features

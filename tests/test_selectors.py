@@ -1,0 +1,242 @@
+"""Count-based selectors against deliberately plain references written here (numpy loops)."""
+import math
+
+import numpy as np
+import pytest
+
+import tensorprob as tp
+
+
+# ------------------------------------------------------------------ plain references
+def key(*cols):
+    k = np.zeros(len(cols[0]), dtype=np.int64)
+    for c in cols:
+        k = k * (int(np.max(c)) + 1) + np.asarray(c, dtype=np.int64)
+    return k
+
+
+def H(*cols):
+    _, n = np.unique(key(*cols), return_counts=True)
+    p = n / n.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def I(a, b):
+    return H(a) + H(b) - H(a, b)
+
+
+def CI(a, b, c):
+    return H(a, c) + H(b, c) - H(a, b, c) - H(c)
+
+
+def cond(target, *given):
+    """p^(target | given) at every sample."""
+    kg = key(*given) if given else np.zeros(len(target), dtype=np.int64)
+    kt = key(target, kg)
+    _, it, nt = np.unique(kt, return_inverse=True, return_counts=True)
+    _, ig, ng = np.unique(kg, return_inverse=True, return_counts=True)
+    return nt[it.ravel()] / ng[ig.ravel()]
+
+
+def classic_score(X, y, m, S, method):
+    x = X[:, m]
+    n = len(S)
+    rel = I(x, y)
+    if method == "mim":
+        return rel
+    if method == "mifs":
+        return rel - sum(I(x, X[:, j]) for j in S)
+    if method == "mrmr":
+        return rel - np.mean([I(x, X[:, j]) for j in S])
+    if method == "cife":
+        return rel - sum(I(x, X[:, j]) - CI(x, X[:, j], y) for j in S)
+    if method == "jmi":
+        return sum(H(x, X[:, j]) + H(y) - H(x, X[:, j], y) for j in S)
+    if method == "cmim":
+        return min(CI(x, y, X[:, j]) for j in S)
+    if method == "jmim":
+        return min(H(x, X[:, j]) + H(y) - H(x, X[:, j], y) for j in S)
+    if method == "disr":
+        return sum((H(x, X[:, j]) + H(y) - H(x, X[:, j], y)) / H(x, X[:, j], y) for j in S)
+    if method == "icap":
+        return rel - sum(max(0.0, I(x, X[:, j]) - CI(x, X[:, j], y)) for j in S)
+    if method == "mri":
+        return rel - 2 / (n + 1) * sum(I(x, X[:, j]) - CI(x, X[:, j], y) for j in S)
+    if method == "rmrmr":
+        if n == 1:
+            return CI(x, y, X[:, S[0]])
+        pairs = sum(CI(x, X[:, r], X[:, s]) for s in S for r in S if r != s)
+        return rel - np.mean([I(x, X[:, j]) - CI(x, X[:, j], y) for j in S]) - pairs / (n * (n - 1))
+    raise ValueError(method)
+
+
+def amd_score(X, y, m, S, k1, k2, mean):
+    x = X[:, m]
+    agg = (lambda ps: np.log(np.mean(ps, 0))) if mean == "amd" else (lambda ps: np.mean(np.log(ps), 0))
+    num = np.log(cond(x, y)) if k2 == 0 else agg([cond(x, X[:, s], y) for s in S])
+    if k1 == 0:
+        den = np.log(cond(x))
+    elif k1 == 1 or len(S) == 1:
+        den = agg([cond(x, X[:, s]) for s in (S if k1 == 1 else S[:1])])
+    else:
+        den = agg([cond(x, X[:, s], X[:, r]) for i, s in enumerate(S) for r in S[i + 1:]])
+    return float(np.mean(num - den))
+
+
+def greedy(X, y, k, score):
+    S, scores = [], []
+    rel = [I(X[:, m], y) for m in range(X.shape[1])]
+    S.append(int(np.argmax(rel)))
+    scores.append(max(rel))
+    while len(S) < k:
+        best, bj = -np.inf, None
+        for m in range(X.shape[1]):
+            if m not in S:
+                v = score(m, S)
+                if v > best + 1e-12:
+                    best, bj = v, m
+        S.append(bj)
+        scores.append(best)
+    return S, scores
+
+
+def random_data(seed, M=300, N=8, card=3, C=3):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, card, (M, N))
+    y = (X[:, 1] + (X[:, 4] > 0) + rng.integers(0, 2, M)) % C
+    X[:, 6] = (X[:, 1] + rng.integers(0, 2, M)) % card  # a redundant copy of a relevant feature
+    return X, y
+
+
+CLASSIC = ("mim", "mifs", "mrmr", "cife", "jmi", "cmim", "jmim", "disr", "icap", "mri", "rmrmr")
+
+
+@pytest.mark.parametrize("method", CLASSIC)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_classic_criteria_match_plain_reference(method, seed):
+    X, y = random_data(seed)
+    for k in (1, 3, 6):
+        got = tp.select_features(X, y, k, method=method)
+        S, scores = greedy(X, y, k, lambda m, S: classic_score(X, y, m, S, method))
+        assert got.selected_.tolist() == S
+        np.testing.assert_allclose(got.scores_, scores, atol=1e-10)
+
+
+@pytest.mark.parametrize("dist", ["amd", "gmd"])
+@pytest.mark.parametrize("orders", [(0, 0), (1, 0), (1, 1), (2, 1)])
+def test_sample_mean_estimators_match_plain_reference(dist, orders):
+    X, y = random_data(3)
+    k1, k2 = orders
+    got = tp.select_features(X, y, 5, method="pda", distribution=dist, framework="mi", k1=k1, k2=k2)
+    S, scores = greedy(X, y, 5, lambda m, S: amd_score(X, y, m, S, k1, k2, dist))
+    assert got.selected_.tolist() == S
+    np.testing.assert_allclose(got.scores_, scores, atol=1e-10)
+
+
+def test_gmd_and_fid_closed_forms_equal_the_classic_methods():
+    X, y = random_data(4, N=10)
+    pairs = {(0, 0): "mim", (1, 0): "mrmr", (1, 1): "jmi", (2, 1): "rmrmr"}
+    for (k1, k2), classic in pairs.items():
+        gmd = tp.select_features(X, y, 6, method="pda", distribution="gmd", k1=k1, k2=k2)
+        ref = tp.select_features(X, y, 6, method=classic)
+        assert gmd.selected_.tolist() == ref.selected_.tolist()
+        if classic != "jmi":  # JMI's own score is |S| x the GMD form plus a term constant in m
+            np.testing.assert_allclose(gmd.scores_, ref.scores_, atol=1e-10)
+    for (k1, k2), classic in {(0, 0): "mim", (1, 0): "mifs", (1, 1): "cife"}.items():
+        fid = tp.select_features(X, y, 6, method="pda", distribution="fid", k1=k1, k2=k2)
+        ref = tp.select_features(X, y, 6, method=classic)
+        assert fid.selected_.tolist() == ref.selected_.tolist()
+    # the per-sample mean of log p(x|y)/p(x) is the plug-in mutual information
+    amd00 = tp.select_features(X, y, 1, method="pda", distribution="amd", k1=0, k2=0)
+    assert abs(amd00.scores_[0] - max(I(X[:, m], y) for m in range(X.shape[1]))) < 1e-12
+
+
+def test_spec_cmi_matches_plain_reference():
+    X, y = random_data(5)
+    N = X.shape[1]
+    Q = np.empty((N, N))
+    for i in range(N):
+        for j in range(N):
+            Q[i, j] = I(X[:, i], y) if i == j else 0.5 * (CI(X[:, i], y, X[:, j]) + CI(X[:, j], y, X[:, i]))
+    w, v = np.linalg.eigh(Q)
+    vec = v[:, -1] * np.sign(v[:, -1].sum())
+    order = np.argsort(-vec, kind="stable")
+    got = tp.select_features(X, y, 4, method="spec_cmi")
+    assert got.selected_.tolist() == order[:4].tolist()
+    np.testing.assert_allclose(got.scores_, vec[order[:4]], atol=1e-10)
+    np.testing.assert_allclose(got.Q_, Q, atol=1e-12)
+
+
+def xor_data():
+    """Full factorial design: x0 and x3 jointly determine y (XOR), x1, x2 are noise; every
+    single feature is exactly independent of y (paper 002, section 3.2)."""
+    grid = np.array(np.meshgrid(*[[0, 1]] * 4, indexing="ij")).reshape(4, -1).T
+    X = np.repeat(grid, 25, axis=0)
+    return X, X[:, 0] ^ X[:, 3]
+
+
+def test_xor_pair_found_by_the_criteria_that_see_interactions():
+    X, y = xor_data()
+    found = {m: sorted(tp.select_features(X, y, 2, method=m).selected_.tolist()) == [0, 3]
+             for m in CLASSIC + ("vmi", "pda")}
+    finders = {m for m, ok in found.items() if ok}
+    assert finders == {"cife", "jmi", "cmim", "jmim", "disr", "mri", "rmrmr", "vmi", "pda"}
+    # relevance-only and redundancy-only criteria cannot see the pair: they take the next index
+    assert tp.select_features(X, y, 2, method="mim").selected_.tolist() == [0, 1]
+
+
+def test_scores_in_bits_and_constant_columns():
+    X, y = random_data(6)
+    X[:, 2] = 1  # constant column: kept, scored 0
+    nats = tp.select_features(X, y, 8, method="jmi")
+    bits = tp.select_features(X, y, 8, method="jmi", base=2)
+    assert nats.selected_.tolist() == bits.selected_.tolist()
+    np.testing.assert_allclose(bits.scores_, nats.scores_ / math.log(2), atol=1e-12)
+    assert np.all(np.isfinite(nats.scores_))
+    mim = tp.select_features(X, y, 8, method="mim")
+    assert mim.scores_[mim.selected_.tolist().index(2)] == 0.0
+
+
+def test_raw_continuous_input_is_discretized_and_names_kept():
+    import pandas as pd
+    from sklearn.datasets import load_wine
+
+    d = load_wine()
+    df = pd.DataFrame(d.data, columns=d.feature_names)
+    sel = tp.JMI(k=3).fit(df, d.target)
+    assert list(sel.feature_names_in_) == d.feature_names
+    assert sel.get_feature_names_out().tolist() == [d.feature_names[i] for i in sorted(sel.selected_)]
+    with pytest.raises(ValueError, match="discretizer=None"):
+        tp.JMI(k=3, discretizer=None).fit(d.data, d.target)
+
+
+def test_bad_input():
+    X, y = random_data(7)
+    for method in ("jmi", "pda", "vmi", "spec_cmi"):
+        with pytest.raises(ValueError, match="'k' parameter"):
+            tp.select_features(X, y, 0, method=method)
+        with pytest.raises(ValueError, match="larger than the number of features"):
+            tp.select_features(X, y, 9, method=method)
+        with pytest.raises(ValueError, match="missing label"):
+            tp.select_features(X, np.where(np.arange(len(y)) == 2, np.nan, y), 2, method=method)
+        with pytest.raises(ValueError, match="single class"):
+            tp.select_features(X, np.ones(len(y)), 2, method=method)
+        with pytest.raises(ValueError, match="samples but y has"):
+            tp.select_features(X, y[:-1], 2, method=method)
+    with pytest.raises(ValueError, match="unknown method"):
+        tp.select_features(X, y, 2, method="magic")
+    with pytest.raises(ValueError, match="categories, above max_categories"):
+        tp.select_features(np.array([[f"w{i}"] for i in range(100)], dtype=object), np.arange(100) % 2, 1)
+    with pytest.raises(ValueError, match="'beta' parameter"):
+        tp.MIFS(k=2, beta=-1).fit(X, y)
+    with pytest.raises(ValueError, match="\\(k1, k2\\)"):
+        tp.PDA(k=2, k1=3, k2=0).fit(X, y)
+    with pytest.raises(ValueError, match="FID\\^\\{2,1\\}"):
+        tp.PDA(k=2, distribution="fid", k1=2, k2=1).fit(X, y)
+    with pytest.raises(ValueError, match="'q' parameter"):
+        tp.VMI(k=2, q="triple").fit(X, y)
+    Xm = X.copy()
+    Xm[0, 0] = -1
+    with pytest.raises(ValueError, match="complete data"):
+        tp.VMI(k=2).fit(Xm, y)
+    tp.JMI(k=2).fit(Xm, y)  # count estimators drop missing entries pairwise
