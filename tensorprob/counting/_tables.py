@@ -42,7 +42,7 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     dev = codes.device
     a = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
     b = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
-    ab = a * card_b + b  # (M,)
+    ab = a.clamp_min(0) * card_b + b.clamp_min(0)  # (M,); rows with a missing a or b get weight 0
     ab_ok = (a >= 0) & (b >= 0)
     per = card * card_a * card_b
     out = torch.empty(n, per, dtype=dtype, device=dev)

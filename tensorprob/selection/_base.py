@@ -45,8 +45,20 @@ class BaseSelector(SelectorMixin, BaseEstimator):
 
     def _prepare(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Validate and encode (X, y): codes, cardinalities, label codes, number of classes."""
+        name = type(self).__name__
         if y is None:
-            raise ValueError(f"{type(self).__name__} is supervised: fit(X, y) needs y")
+            raise ValueError(f"{name} requires y to be passed, but the target y is None")
+        try:
+            import scipy.sparse as sp
+
+            if sp.issparse(X):
+                raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray())")
+        except ImportError:  # pragma: no cover - scipy comes with scikit-learn
+            pass
+        if not (hasattr(X, "shape") and hasattr(X, "__len__")) and not hasattr(X, "iloc"):
+            X = np.asarray(X)
+        if getattr(X, "ndim", 2) == 2 and X.shape[1] == 0:
+            raise ValueError(f"0 feature(s) (shape=({X.shape[0]}, 0)) while a minimum of 1 is required.")
         names = None
         if hasattr(X, "columns"):
             names = np.asarray([str(c) for c in X.columns], dtype=object)
@@ -58,7 +70,8 @@ class BaseSelector(SelectorMixin, BaseEstimator):
         if len(y_codes) != n_rows:
             raise ValueError(f"X has {n_rows} samples but y has {len(y_codes)} labels")
         if classes.size < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}); feature selection needs at least two")
+            raise ValueError(f"y has a single class ({classes[0]!r}): one class carries no information; "
+                             "feature selection needs at least two")
         enc = encode(X, y_codes, discretizer=self.discretizer, n_bins=self.n_bins)
         self.n_features_in_ = enc.codes.shape[1]
         if names is not None:
@@ -123,6 +136,9 @@ class BaseSelector(SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.input_tags.categorical = True  # strings, bools and categoricals are encoded, not rejected
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True  # NaN is a missing entry
         return tags
 
 

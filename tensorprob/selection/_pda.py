@@ -109,6 +109,11 @@ class VariationalCriterion(Criterion):
 
 
 class _PerSampleSelector(GreedySelector):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False  # per-sample estimators need complete data
+        return tags
+
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
         if (codes < 0).any():
             raise ValueError(f"{type(self).__name__} needs complete data: X has missing values (NaN/None or "

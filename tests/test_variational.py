@@ -1,0 +1,142 @@
+"""VI-framework selectors (VMI, PDA framework="vi") against plain references and known answers."""
+import itertools
+
+import numpy as np
+import pytest
+
+import tensorprob as tp
+
+from test_selectors import random_data
+
+
+def cond_class(target, given, y, c):
+    """p^(target | given, y = c) at every sample (0 where (given, c) never occurs)."""
+    mask = y == c
+    g = [np.asarray(v) for v in given]
+    out = np.zeros(len(target))
+    for idx in range(len(target)):
+        sel = mask.copy()
+        for v in g:
+            sel &= v == v[idx]
+        den = sel.sum()
+        if den:
+            out[idx] = (sel & (target == target[idx])).sum() / den
+    return out
+
+
+@np.errstate(divide="ignore")  # log 0 = -inf: a class the sample cannot come from
+def bound(X, y, chain, q):
+    """L(C) with plain loops; for q="fid" the chain's last element is the root candidate."""
+    classes = np.unique(y)
+    prior = np.array([(y == c).mean() for c in classes])
+    logq = np.zeros((len(y), len(classes)))
+    for ci, c in enumerate(classes):
+        if q == "fid":
+            root = chain[-1]
+            logq[:, ci] = np.log(cond_class(X[:, root], [], y, c))
+            for s in chain[:-1]:
+                logq[:, ci] += np.log(cond_class(X[:, s], [X[:, root]], y, c))
+            continue
+        for t, s in enumerate(chain):
+            if t == 0 or q == "naive":
+                logq[:, ci] += np.log(cond_class(X[:, s], [], y, c))
+            else:
+                ps = [cond_class(X[:, s], [X[:, r]], y, c) for r in chain[:t]]
+                logq[:, ci] += np.mean(np.log(ps), 0) if q == "gmd" else np.log(np.mean(ps, 0))
+    a = logq + np.log(prior)
+    lse = np.logaddexp.reduce(a, axis=1)
+    own = a[np.arange(len(y)), np.searchsorted(classes, y)]
+    Hy = -(prior * np.log(prior)).sum()
+    return float(Hy + np.mean(own - lse))
+
+
+def greedy_vi(X, y, k, q, threshold=0.01):
+    selected, chain, prev, scores = [], [], 0.0, []
+    while len(selected) < k:
+        best, bj = -np.inf, None
+        for m in range(X.shape[1]):
+            if m not in selected:
+                b = bound(X, y, chain + [m], q)
+                if b > best + 1e-12:
+                    best, bj = b, m
+        if chain and best - prev < threshold:
+            chain, prev = [], 0.0
+            continue
+        chain.append(bj)
+        selected.append(bj)
+        scores.append(best)
+        prev = best
+    return selected, scores
+
+
+@pytest.mark.parametrize("q", ["naive", "gmd", "amd", "fid"])
+def test_vi_bounds_and_selection_match_plain_reference(q):
+    X, y = random_data(8, M=150, N=7)
+    want, scores = greedy_vi(X, y, 4, q)
+    got = tp.PDA(k=4, distribution="gmd" if q == "naive" else q, framework="vi", k1=0 if q == "naive" else 1).fit(X, y)
+    assert got.selected_.tolist() == want
+    np.testing.assert_allclose(got.scores_, scores, atol=1e-10)
+
+
+def test_vmi_is_the_vi_framework_with_naive_and_pairwise_q():
+    X, y = random_data(9, M=200, N=7)
+    for q, dist, k1 in (("naive", "gmd", 0), ("pairwise", "gmd", 1)):
+        a = tp.VMI(k=5, q=q).fit(X, y)
+        b = tp.PDA(k=5, distribution=dist, framework="vi", k1=k1).fit(X, y)
+        assert a.selected_.tolist() == b.selected_.tolist()
+        np.testing.assert_allclose(a.scores_, b.scores_)
+    # the naive-q machinery is shared: every q gives the same first bound, I^(x; y)
+    from test_selectors import I
+    first = max(I(X[:, m], y) for m in range(X.shape[1]))
+    for q in ("naive", "pairwise"):
+        assert abs(tp.VMI(k=1, q=q).fit(X, y).scores_[0] - first) < 1e-12
+
+
+def test_restart_rule_drops_the_chain():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    X = np.column_stack([(y + (rng.random(400) < 0.1)) % 2] + [rng.integers(0, 2, 400) for _ in range(5)])
+    sel = tp.VMI(k=4, q="naive").fit(X, y)
+    assert sel.n_restarts_ >= 1 and len(sel.selected_) == 4 and sel.selected_[0] == 0
+    want, scores = greedy_vi(X, y, 4, "naive")
+    assert sel.selected_.tolist() == want
+    np.testing.assert_allclose(sel.scores_, scores, atol=1e-10)
+    none = tp.VMI(k=4, q="naive", restart_threshold=0.0).fit(X, y)
+    assert none.n_restarts_ == 0
+
+
+def test_naive_bayes_bound_is_tight():
+    """Theorem 3.1 of paper 001: with data from a naive Bayes model, VMI-naive's bound is I(X_S; Y)."""
+    rng = np.random.default_rng(1)
+    M, C, N, card = 60000, 3, 4, 3
+    prior = np.array([0.5, 0.3, 0.2])
+    cpts = rng.dirichlet(np.ones(card) * 0.7, size=(N, C))  # p(x_n | y)
+    y = rng.choice(C, M, p=prior)
+    X = np.stack([(rng.random(M)[:, None] > np.cumsum(cpts[n, y], 1)).sum(1) for n in range(N)], 1)
+    sel = tp.VMI(k=3, q="naive", restart_threshold=0.0).fit(X, y)
+    for t in range(1, 4):
+        S = sel.selected_[:t]
+        # exact I(X_S; Y) of the generating model by enumeration
+        mi = 0.0
+        for xs in itertools.product(range(card), repeat=t):
+            pxy = prior * np.prod([cpts[n, :, v] for n, v in zip(S, xs)], axis=0)
+            px = pxy.sum()
+            mi += float(np.sum(np.where(pxy > 0, pxy * np.log(pxy / (px * prior)), 0.0)))
+        assert abs(sel.scores_[t - 1] - mi) < 0.01
+
+
+def tree_data(n, seed):
+    """Paper 001, Fig. 3: binary root; first-layer children x_i ~ N(y, 1); each has two children
+    ~ N(x_i, 1); discretized into 5 equal-width bins. Columns 0..2 first layer, 3..8 second."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    first = y[:, None] + rng.normal(size=(n, 3))
+    second = np.repeat(first, 2, axis=1) + rng.normal(size=(n, 6))
+    return np.column_stack([first, second]), y
+
+
+@pytest.mark.parametrize("q", ["naive", "pairwise"])
+def test_vmi_selects_first_layer_of_the_tree_model_first(q):
+    X, y = tree_data(20000, 2)
+    sel = tp.VMI(k=3, q=q).fit(X, y)
+    assert sorted(sel.selected_.tolist()) == [0, 1, 2]
