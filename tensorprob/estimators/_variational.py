@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from .._config import get_config
-from ..counting import gather_conditional, joint_table
+from ..counting import joint_table
 
 _Q = ("naive", "gmd", "amd", "fid")
 
@@ -42,6 +42,10 @@ def _chunks(n: int, per_cand_bytes: int):
 class VariationalState:
     """Chain, per-sample ``log q`` and per-candidate accumulators of one VI criterion.
 
+    Conditional tables are turned into (rows = (candidate, value[, value]), columns = class)
+    matrices once per update, and the per-sample values are read with one embedding lookup
+    per (sample, candidate): ``table[(i * I + x_mi) * I + x_mj]``, a row of C classes.
+
     Parameters
     ----------
     data : SelectionData (codes, card, y, n_classes, dtype, log_base)
@@ -55,10 +59,13 @@ class VariationalState:
             raise ValueError(f"q must be one of {_Q}, got {q!r}")
         self.data, self.q = data, q
         d = data
-        M, N, C = d.codes.shape[0], d.n_features, d.n_classes
-        self.M, self.N, self.C = M, N, C
+        M, N, C, I = d.codes.shape[0], d.n_features, d.n_classes, d.card
+        self.M, self.N, self.C, self.I = M, N, C, I
         counts = torch.bincount(d.y, minlength=C).to(d.dtype)
         self.log_prior = torch.log(counts / counts.sum())  # (C,)
+        self.idx0 = torch.arange(N, device=d.codes.device)[None, :] * I + d.codes  # (M, N): row of (i, x_mi)
+        T = d.class_table[:, :, 0, :]  # (N, I, C)
+        self.log_p_class = _log(T / T.sum(1, keepdim=True).clamp_min(1e-300)).reshape(N * I, C)  # log p^(v | c)
         self.reset()
 
     def reset(self) -> None:
@@ -71,65 +78,58 @@ class VariationalState:
     # ---------------------------------------------------------------- per-candidate terms
     def _class_cond(self, a: int, b: int) -> torch.Tensor:
         """log p^(x_i | c) for candidates a..b, every sample and class: (M, b-a, C)."""
-        d = self.data
-        T = d.class_table[a:b]
-        return _log(gather_conditional(T, d.codes[:, a:b], None, d.y, over_b=True))
+        return torch.nn.functional.embedding(self.idx0[:, a:b], self.log_p_class)
 
-    def _pair_tables(self, j: int) -> torch.Tensor:
+    def _pair_lookup(self, j: int, given_candidate: bool, log: bool) -> torch.Tensor:
+        """p^(x_i | x_j, c) (or p^(x_j | x_i, c) with ``given_candidate``) at every sample: (M, N, C).
+
+        With ``log`` the logarithm is taken on the small table before the lookup.
+        """
         d = self.data
-        return joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype)
+        T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype)  # (N, I, I, C)
+        den = T.sum(2 if given_candidate else 1, keepdim=True)
+        P = torch.where(den > 0, T / den.clamp_min(1e-300), torch.zeros_like(T)).reshape(-1, self.C)
+        idx = self.idx0 * self.I + d.codes[:, j:j + 1]
+        return torch.nn.functional.embedding(idx, _log(P) if log else P)
 
     def _candidate_logq(self, a: int, b: int) -> torch.Tensor:
         """log q(x | c) of the chain extended by each candidate a..b: (M, b-a, C)."""
         n = len(self.chain)
         if self.q == "fid":
             lq = self._class_cond(a, b)
-            return lq if n == 0 else lq + self.acc[:, a:b]
+            return lq if n == 0 else lq.add_(self.acc[:, a:b])
         if n == 0 or self.q == "naive":
             t = self._class_cond(a, b)
         elif self.q == "gmd":
             t = self.acc[:, a:b] / n
         else:
             t = _log(self.acc[:, a:b] / n)
-        return self.base[:, None, :] + t
+        return t.add_(self.base[:, None, :])
 
     def bounds(self) -> torch.Tensor:
         """L(C + i) for every candidate i (nats / log_base): (N,)."""
         d = self.data
         out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
         yi = d.y[:, None, None]
-        for a, b in _chunks(self.N, self.M * self.C * 8 * 4):
+        for a, b in _chunks(self.N, self.M * self.C * 8 * 3):
             lq = self._candidate_logq(a, b)  # (M, c, C)
             own = torch.gather(lq, 2, yi.expand(-1, b - a, 1))[..., 0]
-            lse = torch.logsumexp(lq + self.log_prior, dim=2)
+            lq.add_(self.log_prior)
+            mx = lq.amax(dim=2, keepdim=True)
+            lse = lq.sub_(mx).exp_().sum(2).log_().add_(mx[..., 0])  # log-sum-exp over classes, in place
             out[a:b] = (own - lse).mean(0)
         return out / d.log_base
 
     def add(self, j: int) -> None:
         """Append feature j to the chain."""
-        d = self.data
         if self.q == "fid":
-            # accumulate log p^(x_j | x_i, c) for every candidate i (rooted at the candidate)
-            T = self._pair_tables(j)  # (N, I, I_j, C): candidate x_i, a = x_j, b = class
-            if self.acc is None:
-                self.acc = torch.zeros(self.M, self.N, self.C, dtype=d.dtype, device=d.codes.device)
-            cond = T.sum(2)  # (N, I, C): counts of (x_i, c)
-            xi = d.codes.clamp_min(0)
-            xj = d.codes[:, j].clamp_min(0)
-            cand = torch.arange(self.N, device=d.codes.device)[None, :]
-            I, Ij, C = T.shape[1], T.shape[2], T.shape[3]
-            cls = torch.arange(C, device=d.codes.device)
-            num = T.reshape(-1)[(((cand * I + xi) * Ij + xj[:, None]) * C)[..., None] + cls]
-            den = cond.reshape(-1)[((cand * I + xi) * C)[..., None] + cls]
-            self.acc += _log(torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num)))
+            term = self._pair_lookup(j, given_candidate=True, log=True)  # log p^(x_j | x_i, c), rooted at i
         else:
             # the chain's own q gains the term j had as a candidate
-            self.base = self._candidate_logq(j, j + 1)[:, 0, :]
+            self.base = self._candidate_logq(j, j + 1)[:, 0, :].clone()
+            term = None
             if self.q in ("gmd", "amd"):
-                T = self._pair_tables(j)
-                p = gather_conditional(T, d.codes, d.codes[:, j], d.y, over_b=True)  # p^(x_i | x_j, c)
-                term = _log(p) if self.q == "gmd" else p
-                if self.acc is None:
-                    self.acc = torch.zeros_like(term)
-                self.acc += term
+                term = self._pair_lookup(j, given_candidate=False, log=self.q == "gmd")  # p^(x_i | x_j, c)
+        if term is not None:
+            self.acc = term if self.acc is None else self.acc.add_(term)
         self.chain.append(j)

@@ -51,6 +51,9 @@ class ClassicCriterion(Criterion):
         self.sum_pairs = z.clone()  # RMRMR: sum over ordered pairs s != r of I(X_m; X_r | X_s)
 
     def update(self, j: int) -> None:
+        if self.method == "mim":  # relevance only: nothing to accumulate
+            super().update(j)
+            return
         q = self.data.pair_information(j)
         self.sum_mi += q["i_xa"]
         self.sum_cmi += q["i_xa_b"]

@@ -1,0 +1,78 @@
+"""Counting engine: contingency tables and plug-in information against plain counting and scipy."""
+import math
+
+import numpy as np
+import torch
+from scipy.stats import entropy
+
+import tensorprob as tp
+from tensorprob.counting import entropy_of_counts, gather_conditional, joint_table, table_information, unique_rows
+
+
+def data(seed=0, M=400, N=5):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, (M, N))
+    y = rng.integers(0, 3, M)
+    X[:, 2] = (X[:, 1] + y) % 4
+    return X, y
+
+
+def test_joint_table_equals_plain_counting_and_chunking_changes_nothing():
+    X, y = data()
+    T = joint_table(torch.tensor(X), 4, torch.tensor(X[:, 1]), 4, torch.tensor(y), 3)
+    plain = np.zeros((5, 4, 4, 3))
+    for m in range(len(y)):
+        for c in range(5):
+            plain[c, X[m, c], X[m, 1], y[m]] += 1
+    np.testing.assert_array_equal(T.numpy(), plain)
+    with tp.config_context(memory_budget=2**16):  # forces one candidate per chunk
+        T2 = joint_table(torch.tensor(X), 4, torch.tensor(X[:, 1]), 4, torch.tensor(y), 3)
+    assert torch.equal(T, T2)
+
+
+def test_missing_entries_are_dropped_pairwise():
+    X, y = data(1)
+    Xm = X.copy()
+    Xm[:50, 0] = -1
+    Xm[40:60, 1] = -1
+    T = joint_table(torch.tensor(Xm), 4, torch.tensor(Xm[:, 1]), 4, torch.tensor(y), 3)
+    assert T[0].sum() == len(y) - 60  # rows missing either column are dropped for candidate 0
+    assert T[3].sum() == len(y) - 20
+    w = np.random.default_rng(0).random(len(y))
+    Tw = joint_table(torch.tensor(X), 4, None, 1, torch.tensor(y), 3, weights=torch.tensor(w))
+    np.testing.assert_allclose(Tw.sum((1, 2, 3)).numpy(), w.sum())
+
+
+def test_entropies_and_information_against_scipy_and_hand_values():
+    X, y = data(2)
+    T = joint_table(torch.tensor(X), 4, torch.tensor(X[:, 1]), 4, torch.tensor(y), 3)
+    q = table_information(T)
+    for c in range(5):
+        _, n = np.unique(X[:, c], return_counts=True)
+        assert abs(float(q["h_x"][c]) - entropy(n)) < 1e-12
+        _, n = np.unique(X[:, c] * 16 + X[:, 1] * 4 + y, return_counts=True)
+        assert abs(float(q["h_xab"][c]) - entropy(n)) < 1e-12
+    # hand-computed: x = y exactly, uniform binary: I = log 2, H(x|y) = 0
+    yy = np.array([0, 1] * 50)
+    T = joint_table(torch.tensor(yy[:, None]), 2, None, 1, torch.tensor(yy), 2)
+    info = table_information(T)
+    assert abs(float(info["i_xb"][0]) - math.log(2)) < 1e-15
+    assert abs(float(entropy_of_counts(T, (1, 3))[0]) - math.log(2)) < 1e-15
+
+
+def test_per_sample_conditionals():
+    X, y = data(3)
+    T = joint_table(torch.tensor(X), 4, torch.tensor(X[:, 0]), 4, torch.tensor(y), 3)
+    p = gather_conditional(T, torch.tensor(X), torch.tensor(X[:, 0]), torch.tensor(y)).numpy()
+    for m in range(0, len(y), 37):
+        for c in range(5):
+            sel = (X[:, 0] == X[m, 0]) & (y == y[m])
+            assert abs(p[m, c] - np.mean(X[sel, c] == X[m, c])) < 1e-12
+    pb = gather_conditional(T, torch.tensor(X), torch.tensor(X[:, 0]), torch.tensor(y), over_b=True).numpy()
+    assert pb.shape == (len(y), 5, 3)
+    np.testing.assert_allclose(pb[np.arange(len(y)), :, y], p)
+
+
+def test_unique_rows_merge_weights():
+    rows, w, inv = unique_rows(torch.tensor([[1, 2], [0, 1], [1, 2]]))
+    assert rows.tolist() == [[0, 1], [1, 2]] and w.tolist() == [1.0, 2.0] and inv.tolist() == [1, 0, 1]
