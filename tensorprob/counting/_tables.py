@@ -107,26 +107,23 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     n, I, A, B = T.shape
     M = codes.shape[0]
     dev = codes.device
-    a = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
-    b = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
     if marginalize_b:
         T = T.sum(3, keepdim=True)
-        B, b = 1, torch.zeros_like(b)
-    cond = T.sum(1)  # (n, A, B): counts of the conditioning event per candidate
-    totals = cond.sum((1, 2)).clamp_min(_TINY)  # (n,)
-    ok = (codes >= 0) & (a >= 0)[:, None] & (b >= 0)[:, None]
-    c = codes.clamp_min(0).to(torch.int64)
-    cand = torch.arange(n, device=dev)[None, :]
+        B, b = 1, None
+    cond = T.sum(1, keepdim=True)  # (n, 1, A, B): counts of the conditioning event per candidate
+    totals = cond.sum((1, 2, 3), keepdim=True).clamp_min(_TINY)
+    # conditional probability tables (small), then one lookup per (sample, candidate)
+    P = torch.where(cond / totals >= min_prob, T / cond.clamp_min(_TINY), torch.zeros_like(T))
+    a_ = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
+    b_ = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
+    c = codes.to(torch.int64)
+    missing = bool((c < 0).any()) or bool((a_ < 0).any()) or bool((b_ < 0).any())
+    rows = (torch.arange(n, device=dev)[None, :] * I + c.clamp_min(0)) * A + a_.clamp_min(0)[:, None]  # (M, n)
     if over_b:
-        base = ((cand * I + c) * A + a.clamp_min(0)[:, None]) * B  # (M, n)
-        idx = base[..., None] + torch.arange(B, device=dev)
-        num = T.reshape(-1)[idx]
-        den = cond.reshape(-1)[(cand * A + a.clamp_min(0)[:, None])[..., None] * B + torch.arange(B, device=dev)]
-        okp = (den / totals[None, :, None]) >= min_prob
-        p = torch.where(okp & ok[..., None], num / den.clamp_min(_TINY), torch.zeros_like(num))
-        return p
-    idx = ((cand * I + c) * A + a.clamp_min(0)[:, None]) * B + b.clamp_min(0)[:, None]
-    num = T.reshape(-1)[idx]
-    den = cond.reshape(-1)[(cand * A + a.clamp_min(0)[:, None]) * B + b.clamp_min(0)[:, None]]
-    okp = (den / totals[None, :]) >= min_prob
-    return torch.where(okp & ok, num / den.clamp_min(_TINY), torch.zeros_like(num))
+        out = torch.nn.functional.embedding(rows, P.reshape(n * I * A, B))  # (M, n, B)
+    else:
+        out = P.reshape(-1)[rows * B + b_.clamp_min(0)[:, None]]
+    if missing:
+        ok = (c >= 0) & (a_ >= 0)[:, None] & (b_ >= 0)[:, None]
+        out = out * (ok[..., None] if over_b else ok)
+    return out
