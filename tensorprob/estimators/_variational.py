@@ -66,6 +66,7 @@ class VariationalState:
         self.idx0 = torch.arange(N, device=d.codes.device)[None, :] * I + d.codes  # (M, N): row of (i, x_mi)
         T = d.class_table[:, :, 0, :]  # (N, I, C)
         self.log_p_class = _log(T / T.sum(1, keepdim=True).clamp_min(1e-300)).reshape(N * I, C)  # log p^(v | c)
+        self._cache = None
         self.reset()
 
     def reset(self) -> None:
@@ -77,7 +78,16 @@ class VariationalState:
 
     # ---------------------------------------------------------------- per-candidate terms
     def _class_cond(self, a: int, b: int) -> torch.Tensor:
-        """log p^(x_i | c) for candidates a..b, every sample and class: (M, b-a, C)."""
+        """log p^(x_i | c) for candidates a..b, every sample and class: (M, b-a, C) (a new tensor).
+
+        The lookups of all candidates are cached once when they fit twice the memory budget
+        (they never change), otherwise recomputed per chunk.
+        """
+        if self._cache is None and self.M * self.N * self.C * self.base.element_size() <= 2 * get_config()[
+                "memory_budget"]:
+            self._cache = torch.nn.functional.embedding(self.idx0, self.log_p_class)
+        if self._cache is not None:
+            return self._cache[:, a:b].clone()
         return torch.nn.functional.embedding(self.idx0[:, a:b], self.log_p_class)
 
     def _pair_lookup(self, j: int, given_candidate: bool, log: bool) -> torch.Tensor:
