@@ -87,7 +87,7 @@ class VariationalState:
                 "memory_budget"]:
             self._cache = torch.nn.functional.embedding(self.idx0, self.log_p_class)
         if self._cache is not None:
-            return self._cache[:, a:b].clone()
+            return self._cache[:, a:b].clone(memory_format=torch.contiguous_format)
         return torch.nn.functional.embedding(self.idx0[:, a:b], self.log_p_class)
 
     def _pair_lookup(self, j: int, given_candidate: bool, log: bool) -> torch.Tensor:
@@ -102,29 +102,34 @@ class VariationalState:
         idx = self.idx0 * self.I + d.codes[:, j:j + 1]
         return torch.nn.functional.embedding(idx, _log(P) if log else P)
 
-    def _candidate_logq(self, a: int, b: int) -> torch.Tensor:
-        """log q(x | c) of the chain extended by each candidate a..b: (M, b-a, C)."""
+    def _candidate_logq(self, a: int, b: int, shift: torch.Tensor | None = None) -> torch.Tensor:
+        """log q(x | c) (+ ``shift[m, c]``) of the chain extended by each candidate a..b: (M, b-a, C).
+
+        Each case is one fused elementwise pass over the (M, candidates, C) block.
+        """
         n = len(self.chain)
+        base = self.base if shift is None else self.base + shift
         if self.q == "fid":
             lq = self._class_cond(a, b)
-            return lq if n == 0 else lq.add_(self.acc[:, a:b])
+            if n:
+                lq.add_(self.acc[:, a:b])
+            return lq if shift is None else lq.add_(shift[:, None, :])
         if n == 0 or self.q == "naive":
-            t = self._class_cond(a, b)
-        elif self.q == "gmd":
-            t = self.acc[:, a:b] / n
-        else:
-            t = _log(self.acc[:, a:b] / n)
-        return t.add_(self.base[:, None, :])
+            return self._class_cond(a, b).add_(base[:, None, :])
+        if self.q == "gmd":
+            return torch.add(base[:, None, :], self.acc[:, a:b], alpha=1.0 / n)
+        return _log(self.acc[:, a:b] / n).add_(base[:, None, :])
 
     def bounds(self) -> torch.Tensor:
         """L(C + i) for every candidate i (nats / log_base): (N,)."""
         d = self.data
         out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
         yi = d.y[:, None, None]
+        shift = self.log_prior.expand(self.M, -1)  # the class prior enters every class term
+        prior_y = self.log_prior[d.y][:, None]
         for a, b in _chunks(self.N, self.M * self.C * 8 * 3):
-            lq = self._candidate_logq(a, b)  # (M, c, C)
-            own = torch.gather(lq, 2, yi.expand(-1, b - a, 1))[..., 0]
-            lq.add_(self.log_prior)
+            lq = self._candidate_logq(a, b, shift)  # (M, c, C): log q(x | c) + log p(c)
+            own = torch.gather(lq, 2, yi.expand(-1, b - a, 1))[..., 0] - prior_y
             mx = lq.amax(dim=2, keepdim=True)
             lse = lq.sub_(mx).exp_().sum(2).log_().add_(mx[..., 0])  # log-sum-exp over classes, in place
             out[a:b] = (own - lse).mean(0)
