@@ -5,6 +5,8 @@ Importing tensorprob never probes CUDA and never imports triton.
 """
 from ._config import config_context, get_config, set_config
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
+from .selection._gmi import GMI
+from .selection._hofs import HOFS
 
 __version__ = "0.1.0"
 
@@ -12,6 +14,8 @@ __all__ = [
     "Discretizer",
     "Encoded",
     "Encoder",
+    "GMI",
+    "HOFS",
     "config_context",
     "discretize",
     "encode",
