@@ -91,6 +91,7 @@ def hofs_select(
     threshold: float = 0.2,
     solver: str = "newton",
     max_iter: int = 50,
+    conditional: str = "ica",
     memory_budget: int | None = None,
 ):
     """HOFS forward search on a real matrix; returns (selected, scores, subsets, relevance).
@@ -131,15 +132,17 @@ def hofs_select(
     available = torch.ones(M, dtype=torch.bool, device=dev)
     neg_inf = torch.tensor(-float("inf"), dtype=dt, device=dev)
 
-    def group_term(members: list[int]) -> torch.Tensor:
-        cand = torch.nonzero(available, as_tuple=False).flatten()
-        out = torch.zeros(M, dtype=dt, device=dev)
+    def h_lin(members: list[int], cand: torch.Tensor) -> torch.Tensor:
+        """ICA estimate of H(y | X_members, x_i) for the candidates ``cand``."""
+        out = torch.zeros(cand.numel(), dtype=dt, device=dev)
         p = len(members) + 2
         per = chunk_rows(N * p * 6 * X.element_size(), max(1, cand.numel()), memory_budget)
         base = Xc[:, members]
         for s in range(0, cand.numel(), per):
             c = cand[s:s + per]
             b = c.numel()
+            if b == 0:
+                continue
             Z = torch.cat([
                 base.unsqueeze(0).expand(b, N, len(members)),
                 Xc[:, c].T.unsqueeze(2),
@@ -147,8 +150,16 @@ def hofs_select(
             ], dim=2)
             w, _ = fit_last_rows(Z, generator=generator, solver=solver, max_iter=max_iter)
             r = torch.einsum("bnp,bp->bn", Z, w) / w[:, -1:].clamp_min(1e-300)
-            h_cond = spacing_entropy(r) + log_c
-            out[c] = h_y_given_x[c] - h_cond
+            out[s:s + b] = spacing_entropy(r) + log_c
+        return out
+
+    if conditional == "ica":  # H(y | x_i) from the same ICA family: balanced difference
+        h_y_given_x = h_lin([], torch.arange(M, device=dev))
+
+    def group_term(members: list[int]) -> torch.Tensor:
+        cand = torch.nonzero(available, as_tuple=False).flatten()
+        out = torch.zeros(M, dtype=dt, device=dev)
+        out[cand] = h_y_given_x[cand] - h_lin(members, cand)
         return out
 
     for t in range(k):
