@@ -121,8 +121,8 @@ class GMI(SelectorMixin, BaseEstimator):
     def fit(self, X, y):
         """Estimate the pairwise dependencies and eliminate features down to ``k``."""
         nc = self.n_components
-        if nc is not None and (isinstance(nc, bool) or not isinstance(nc, Integral) or nc < 2):
-            raise ValueError(f"n_components must be None or an int >= 2, got {nc!r}")
+        if nc is not None and (isinstance(nc, bool) or not isinstance(nc, Integral) or nc < 1):
+            raise ValueError(f"n_components must be None or a positive int, got {nc!r}")
         Xv, codes, _ = validate_real_xy(self, X, y, "all")
         d = Xv.shape[1] if nc is None else int(nc)
         if nc is not None and nc > min(Xv.shape):

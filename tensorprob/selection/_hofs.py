@@ -8,9 +8,15 @@ Forward search by eq. 25: with the selected features split into subsets (groups)
     f_t = argmax_i  I(x_i; y) + sum_j I(X_{Omega^j}; y | x_i),
     I(X_g; y | x_i) = H(y | x_i) - H(y | X_g, x_i).
 
-``I(x_i; y)`` and ``H(y | x_i) = H(x_i, y) - H(x_i)`` are plug-in estimates (natural log) on
-the features min-max scaled to [0, 1] and cut into bins ``bin_width`` wide (0.2: five bins,
-as the authors' R package). ``H(y | X_g, x_i)`` comes from the incremental ICA of eq. 24:
+``I(x_i; y)`` is the plug-in estimate (natural log) on the features min-max scaled to
+[0, 1] and cut into bins ``bin_width`` wide (0.2: five bins, as the authors' R package).
+``H(y | x_i) = H(x_i, y) - H(x_i)`` is, by default (``conditional="ica"``), estimated with
+the same incremental ICA as the other term (the ICA of ``(x_i, y)``), so that the
+difference of the two conditional entropies is "balanced" (section 4.5) and the estimator
+biases of the linear ICA model cancel; ``conditional="plugin"`` uses the plug-in
+``H^(x_i, y) - H^(x_i)`` on the bins, as the authors' R package. With the plug-in, every
+conditional term carries ``-I^(x_i; y)`` plus the (larger) linear-model entropy, and on the
+tree model of section 6.1 it picks the weakest features first and mixes the subsets. ``H(y | X_g, x_i)`` comes from the incremental ICA of eq. 24:
 the unmixing matrix of ``(X_g, x_i, y)`` is lower triangular and only its last row, the
 one of y, is learned (infomax likelihood with the logistic CDF, eq. 10-11; see
 :mod:`tensorprob.estimators._ica`), for every candidate i at once. With ``s_y`` the new
@@ -218,6 +224,8 @@ class HOFS(SelectorMixin, BaseEstimator):
         Optimizer of the ICA rows (same maximizer; "gradient" is eq. 11's ascent).
     max_iter : int, default=50
         Newton iterations of the ICA rows.
+    conditional : {"ica", "plugin"}, default="ica"
+        Estimator of ``H(y | x_i)`` in eq. 24 (see Notes).
     device : str or torch.device, default="auto"
     dtype : str or torch.dtype, optional
     random_state : int, Generator or None, default=None
@@ -233,6 +241,8 @@ class HOFS(SelectorMixin, BaseEstimator):
         The feature subsets (section 4.7), in order of creation, members in order of selection.
     relevance_ : ndarray of shape (n_features,)
         Plug-in I(x_i; y) in nats.
+    n_iter_ : int
+        Number of forward-search steps (= k).
     n_features_in_ : int
     feature_names_in_ : ndarray, when X has string column names.
 
@@ -257,18 +267,20 @@ class HOFS(SelectorMixin, BaseEstimator):
         "threshold": [Real],
         "solver": [str],
         "max_iter": [Integral],
+        "conditional": [str],
         "device": [str, torch.device, None],
         "dtype": [str, torch.dtype, None],
         "random_state": ["random_state", torch.Generator],
     }
 
     def __init__(self, k=10, *, bin_width=0.2, threshold=0.2, solver="newton", max_iter=50,
-                 device="auto", dtype=None, random_state=None):
+                 conditional="ica", device="auto", dtype=None, random_state=None):
         self.k = k
         self.bin_width = bin_width
         self.threshold = threshold
         self.solver = solver
         self.max_iter = max_iter
+        self.conditional = conditional
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
@@ -284,18 +296,22 @@ class HOFS(SelectorMixin, BaseEstimator):
             raise ValueError(f"solver must be 'newton' or 'gradient', got {self.solver!r}")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, Integral) or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
+        if self.conditional not in ("ica", "plugin"):
+            raise ValueError(f"conditional must be 'ica' or 'plugin', got {self.conditional!r}")
         dev = resolve_device(self.device)
         dt = resolve_dtype(self.dtype, dev)
         gen = make_generator(self.random_state, dev)
-        Xt = torch.as_tensor(X, dtype=dt, device=dev)
+        Xt = torch.tensor(X, dtype=dt, device=dev)
         yt = torch.as_tensor(codes, device=dev)
         sel, scores, subsets, rel = hofs_select(
             Xt, yt, k, n_classes=len(self.classes_), generator=gen, bin_width=float(self.bin_width),
             threshold=float(self.threshold), solver=self.solver, max_iter=int(self.max_iter),
+            conditional=self.conditional,
         )
         self.selected_ = np.asarray(sel, dtype=np.int64)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         self.subsets_ = [list(map(int, s)) for s in subsets]
+        self.n_iter_ = len(sel)
         self.relevance_ = rel.detach().cpu().numpy().astype(np.float64)
         return self
 
