@@ -48,7 +48,11 @@ def sync(dev):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: on a small shared machine more threads oversubscribe)")
     args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     rows = []
     stamp = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%MZ")
     # ---------------- HOFS
@@ -110,12 +114,13 @@ def main():
     keys = ["bench", "dataset", "n", "d", "device", "seconds", "mst_batched", "mst_scipy_loop", "k"]
     new = not os.path.exists(path)
     with open(path, "a", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=keys + ["date", "machine", "torch", "quick"])
+        wr = csv.DictWriter(fh, fieldnames=keys + ["date", "machine", "torch", "quick", "threads"])
         if new:
             wr.writeheader()
         for r in rows:
             wr.writerow({**{k_: r.get(k_, "") for k_ in keys}, "date": stamp, "machine": platform.processor() or platform.machine(),
-                         "torch": torch.__version__, "quick": args.quick})
+                         "torch": torch.__version__, "quick": args.quick,
+                         "threads": torch.get_num_threads()})
     print(f"\nwrote {path}")
 
 

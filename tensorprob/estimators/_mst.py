@@ -98,15 +98,24 @@ def batched_mst(points: torch.Tensor, *, memory_budget: int | None = None) -> tu
 
 
 def _prim_chunk(P: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    B, n, _ = P.shape
+    B, n, d = P.shape
     dev = P.device
     rows = torch.arange(B, device=dev)
+    Pt = P.transpose(1, 2).contiguous()  # (B, d, n): one contiguous row per coordinate
     inf = torch.tensor(float("inf"), dtype=P.dtype, device=dev)
-    key = ((P - P[:, :1, :]) ** 2).sum(-1)  # squared distances to vertex 0
+
+    def sq_dist_to(u: torch.Tensor) -> torch.Tensor:
+        pu = Pt[rows, :, u]  # (B, d)
+        out = (Pt[:, 0, :] - pu[:, :1]) ** 2
+        for j in range(1, d):  # loop over the (few) coordinates, exact differences
+            out += (Pt[:, j, :] - pu[:, j:j + 1]) ** 2
+        return out
+
+    key = sq_dist_to(torch.zeros(B, dtype=torch.long, device=dev))  # squared distances to vertex 0
     parent = torch.zeros((B, n), dtype=torch.long, device=dev)
     in_tree = torch.zeros((B, n), dtype=torch.bool, device=dev)
     in_tree[:, 0] = True
-    key = key.masked_fill(in_tree, inf)
+    key[:, 0] = inf
     edges = torch.empty((B, n - 1, 2), dtype=torch.long, device=dev)
     sq = torch.empty((B, n - 1), dtype=P.dtype, device=dev)
     for k in range(n - 1):
@@ -115,9 +124,10 @@ def _prim_chunk(P: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         edges[:, k, 0] = parent[rows, u]
         edges[:, k, 1] = u
         in_tree[rows, u] = True
-        dist_u = ((P - P[rows, u].unsqueeze(1)) ** 2).sum(-1)
+        dist_u = sq_dist_to(u)
         closer = (dist_u < key) & ~in_tree  # strict: keep the earlier parent on ties
-        key = torch.where(closer, dist_u, key).masked_fill(in_tree, inf)
+        key = torch.where(closer, dist_u, key)
+        key[rows, u] = inf  # in-tree vertices never decrease again: only u needs masking
         parent = torch.where(closer, u.unsqueeze(1), parent)
     return edges, sq.clamp_min(0).sqrt()
 

@@ -86,7 +86,11 @@ class GMI(SelectorMixin, BaseEstimator):
         Estimated pairwise conditional GMI lower bounds (d features or components).
     ranking_ : ndarray of shape (d,)
         Full ranking.
-    components_, mean_, scale_ : ndarrays, the PCA projection (when ``n_components``).
+    mean_, scale_ : ndarray of shape (n_features,)
+        Standardization of the input.
+    components_, component_scale_ : ndarrays
+        The PCA projection and the standard deviations of the component scores (with
+        ``n_components``); ``transform`` returns the selected standardized scores.
     n_features_in_ : int
 
     Notes
@@ -148,8 +152,11 @@ class GMI(SelectorMixin, BaseEstimator):
             _, S, Vh = torch.linalg.svd(Z, full_matrices=False)
             comps = Vh[:nc]
             Z = Z @ comps.T
-            Z = Z / Z.std(0).clamp_min(1e-300)
+            cstd = Z.std(0)
+            cstd = torch.where(cstd > 0, cstd, torch.ones_like(cstd))
+            Z = Z / cstd
             self.components_ = comps.cpu().numpy()
+            self.component_scale_ = cstd.cpu().numpy()
         if d == 1:
             self.dependency_ = np.zeros((1, 1))
             ranking, totals = [0], [0.0]
@@ -176,4 +183,4 @@ class GMI(SelectorMixin, BaseEstimator):
         check_is_fitted(self, "selected_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Z = (X - self.mean_) / self.scale_
-        return (Z @ self.components_.T)[:, self.selected_]
+        return ((Z @ self.components_.T) / self.component_scale_)[:, self.selected_]
