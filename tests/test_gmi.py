@@ -70,3 +70,13 @@ def test_rejects_bad_labels():
         GMI(k=2).fit(X, np.zeros(20))
     with pytest.raises(ValueError):
         GMI(k=2).fit(X, np.arange(19) % 2)
+
+
+def test_elimination_rule_and_ties():
+    from tensorprob.selection._gmi import eliminate_by_total_dependency
+
+    D = torch.tensor([[0.0, 0.9, 0.1], [0.9, 0.0, 0.2], [0.1, 0.2, 0.0]], dtype=torch.float64)
+    ranking, totals = eliminate_by_total_dependency(D)
+    # totals 1.0, 1.1, 0.3: feature 1 goes first; then 0 (0.1) and 2 (0.1) tie: 2 goes, 0 is kept
+    assert ranking == [0, 2, 1]
+    assert totals == pytest.approx([0.0, 0.1, 1.1])

@@ -85,3 +85,14 @@ def test_rejects_bad_labels():
         HOFS(k=2).fit(X, np.arange(21) % 2)
     with pytest.raises(ValueError):
         HOFS(k=2).fit(np.where(np.eye(20, 3) > 0, np.nan, 0.0), np.arange(20) % 2)
+
+
+def test_plugin_conditional_and_gradient_solver_run():
+    X, y, _ = make_tree_model(2000, random_state=4)
+    a = HOFS(k=4, conditional="plugin", random_state=0).fit(X, y)
+    b = HOFS(k=4, solver="gradient", max_iter=4, random_state=0).fit(X, y)
+    for sel in (a, b):
+        assert sel.selected_[0] == 0 and np.all(np.isfinite(sel.scores_))
+        assert sorted(sum(sel.subsets_, [])) == sorted(sel.selected_.tolist())
+    with pytest.raises(ValueError, match="conditional"):
+        HOFS(k=2, conditional="bogus").fit(X, y)
