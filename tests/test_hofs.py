@@ -39,7 +39,7 @@ def test_xor_picks_interacting_pair():
 
 
 def test_tree_model_first_layer_and_groups():
-    X, y, groups = make_tree_model(20000, random_state=1)
+    X, y, groups = make_tree_model(8000, random_state=1)
     sel = HOFS(k=9, random_state=0).fit(X, y)
     assert list(sel.selected_[:2]) == [0, 1]
     assert sorted(sorted(s) for s in sel.subsets_) == sorted(sorted(g) for g in groups)
@@ -88,9 +88,9 @@ def test_rejects_bad_labels():
 
 
 def test_plugin_conditional_and_gradient_solver_run():
-    X, y, _ = make_tree_model(2000, random_state=4)
-    a = HOFS(k=4, conditional="plugin", random_state=0).fit(X, y)
-    b = HOFS(k=4, solver="gradient", max_iter=4, random_state=0).fit(X, y)
+    X, y, _ = make_tree_model(1000, random_state=4)
+    a = HOFS(k=3, conditional="plugin", random_state=0).fit(X, y)
+    b = HOFS(k=3, solver="gradient", max_iter=1, random_state=0).fit(X, y)
     for sel in (a, b):
         assert sel.selected_[0] == 0 and np.all(np.isfinite(sel.scores_))
         assert sorted(sum(sel.subsets_, [])) == sorted(sel.selected_.tolist())
