@@ -54,7 +54,7 @@ def main():
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     rows = []
-    stamp = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%MZ")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
     # ---------------- HOFS
     k = 10 if args.quick else 30
     data = []
@@ -71,7 +71,7 @@ def main():
             sync(dev)
             s = time.perf_counter() - t
             print(f"| {name} | {X.shape[0]} | {X.shape[1]} | {dev} | {s:.2f} |")
-            rows.append(dict(bench="hofs", dataset=name, n=X.shape[0], d=X.shape[1], device=dev, seconds=s, k=k))
+            rows.append({"bench": "hofs", "dataset": name, "n": X.shape[0], "d": X.shape[1], "device": dev, "seconds": s, "k": k})
     # ---------------- GMI on MNIST PCA-30
     sizes = (100, 300, 500) if args.quick else (100, 300, 500, 2000)
     print("\n### GMI on MNIST-5k, PCA to 30 components (435 pairs)\n")
@@ -107,8 +107,8 @@ def main():
             t_s = time.perf_counter() - t
             same = np.allclose(np.asarray(tot), w.sum(1).cpu().numpy(), atol=1e-6)
             print(f"| {n} | {dev} | {t_fit:.2f} | {t_b:.2f} | {t_s:.2f} | {same} |")
-            rows.append(dict(bench="gmi", dataset="mnist-5k-pca30", n=n, d=30, device=dev, seconds=t_fit,
-                             mst_batched=t_b, mst_scipy_loop=t_s, k=10))
+            rows.append({"bench": "gmi", "dataset": "mnist-5k-pca30", "n": n, "d": 30, "device": dev, "seconds": t_fit,
+                         "mst_batched": t_b, "mst_scipy_loop": t_s, "k": 10})
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     path = os.path.join(os.path.dirname(__file__), "results", "hofs_gmi.csv")
     keys = ["bench", "dataset", "n", "d", "device", "seconds", "mst_batched", "mst_scipy_loop", "k"]

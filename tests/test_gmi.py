@@ -52,9 +52,7 @@ def test_pca_front_end():
     assert sel.dependency_.shape == (6, 6)
 
 
-@pytest.mark.parametrize("bad", [
-    dict(k=0), dict(k=6),
-])
+@pytest.mark.parametrize("bad", [{"k": 0}, {"k": 6}])
 def test_rejects_bad_k(bad):
     X = np.random.default_rng(0).normal(size=(20, 5))
     y = np.arange(20) % 2

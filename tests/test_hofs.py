@@ -27,7 +27,7 @@ def test_ica_row_newton_matches_gradient_and_recovers_regression():
     w, ll = fit_last_rows(Z, generator=g)
     assert (-w[0, :2] / w[0, 2]).tolist() == pytest.approx([1.0, -2.0], abs=0.05)
     assert (1 / w[0, 2]).item() == pytest.approx(0.5, abs=0.05)
-    w2, ll2 = fit_last_rows(Z, generator=g, solver="gradient", learning_rate=0.05)
+    _, ll2 = fit_last_rows(Z, generator=g, solver="gradient", learning_rate=0.05)
     assert ll2.item() == pytest.approx(ll.item(), abs=1e-4)
     assert ll.item() >= ll2.item() - 1e-9
 
@@ -93,6 +93,6 @@ def test_plugin_conditional_and_gradient_solver_run():
     b = HOFS(k=3, solver="gradient", max_iter=1, random_state=0).fit(X, y)
     for sel in (a, b):
         assert sel.selected_[0] == 0 and np.all(np.isfinite(sel.scores_))
-        assert sorted(sum(sel.subsets_, [])) == sorted(sel.selected_.tolist())
+        assert sorted(f for s in sel.subsets_ for f in s) == sorted(sel.selected_.tolist())
     with pytest.raises(ValueError, match="conditional"):
         HOFS(k=2, conditional="bogus").fit(X, y)

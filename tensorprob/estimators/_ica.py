@@ -164,7 +164,7 @@ def spacing_entropy(x: torch.Tensor, m: int | None = None) -> torch.Tensor:
     if N < 2:
         return torch.zeros(B, dtype=x.dtype, device=x.device)
     if m is None:
-        m = max(1, int(round(math.sqrt(N))))
+        m = max(1, round(math.sqrt(N)))
     m = min(m, N - 1)
     xs, _ = torch.sort(x, dim=1)
     i = torch.arange(N, device=x.device)

@@ -44,7 +44,7 @@ import torch
 
 from .._device import chunk_rows
 
-__all__ = ["batched_mst", "mst_cross_counts", "gmi_lower_bound", "pairwise_gmi", "GMIPairs"]
+__all__ = ["GMIPairs", "batched_mst", "gmi_lower_bound", "mst_cross_counts", "pairwise_gmi"]
 
 
 def batched_mst(points: torch.Tensor, *, memory_budget: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,7 +253,7 @@ def pairwise_gmi(
     -------
     GMIPairs
     """
-    N, d = X.shape
+    d = X.shape[1]
     dev = X.device
     if pairs is None:
         pairs = torch.triu_indices(d, d, offset=1, device=dev).T

@@ -25,7 +25,8 @@ def validate_real_xy(estimator, X, y, k):
     if isinstance(k, str) and k == "all":
         k = n_features
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral):
-        raise ValueError(f"k must be an int in [1, n_features={n_features}] or 'all', got {k!r}")
+        # scikit-learn raises ValueError for bad parameter values
+        raise ValueError(f"k must be an int in [1, n_features={n_features}] or 'all', got {k!r}")  # noqa: TRY004
     k = int(k)
     if not 1 <= k <= n_features:
         raise ValueError(f"k must be in [1, n_features={n_features}], got k={k}")

@@ -107,7 +107,7 @@ class GMI(SelectorMixin, BaseEstimator):
     (3,)
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
         "k": [Integral, str],
         "n_components": [Integral, None],
         "device": [str, torch.device, None],
@@ -149,7 +149,7 @@ class GMI(SelectorMixin, BaseEstimator):
         self.mean_ = mean.cpu().numpy()
         self.scale_ = scale.cpu().numpy()
         if nc is not None:
-            _, S, Vh = torch.linalg.svd(Z, full_matrices=False)
+            _, _, Vh = torch.linalg.svd(Z, full_matrices=False)
             comps = Vh[:nc]
             Z = Z @ comps.T
             cstd = Z.std(0)

@@ -124,7 +124,7 @@ def hofs_select(
     rng = hi - lo
     constant = rng <= 0
     Xs = torch.where(constant, torch.zeros_like(X), (X - lo) / torch.where(constant, torch.ones_like(rng), rng))
-    n_bins = max(1, int(math.ceil(1.0 / bin_width - 1e-12)))
+    n_bins = max(1, math.ceil(1.0 / bin_width - 1e-12))
     bins = torch.clamp((Xs / bin_width).floor().long(), 0, n_bins - 1)
     relevance, h_y_given_x, _ = _plugin_terms(bins, y, n_bins, n_classes)
     relevance, h_y_given_x = relevance.to(dt), h_y_given_x.to(dt)
@@ -260,7 +260,7 @@ class HOFS(SelectorMixin, BaseEstimator):
     (3,)
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
         "k": [Integral, str],
         "bin_width": [Real],
         "threshold": [Real],
