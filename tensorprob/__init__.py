@@ -9,7 +9,7 @@ from .cpd import CPDModel, RankSelection, fit_cpd, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
 from .estimators import Estimate
 from . import evaluation, selection
-from .selection import (CIFE, CMIM, DISR, GSMCPD, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, PDA, RMRMR,
+from .selection import (CIFE, CMIM, DISR, GMI, GSMCPD, HOFS, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, PDA, RMRMR,
                         SPECCMI, VMI, available_methods, select_features)
 
 __version__ = "0.1.0"
@@ -20,7 +20,9 @@ __all__ = [
     "CIFE",
     "CMIM",
     "DISR",
+    "GMI",
     "GSMCPD",
+    "HOFS",
     "ICAP",
     "JMI",
     "JMIM",
