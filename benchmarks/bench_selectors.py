@@ -117,14 +117,14 @@ def main(argv=None):
     for n in ns:
         s = tp.datasets.make_latent_class(n, [5] * 784 + [10], 10, random_state=0)
         for label, method, opts in (OURS[2], OURS[4], OURS[7]):
-            secs, _ = ours(method, opts, s.X[:, :784], s.X[:, 784], 20, "cpu")
-            scale.append({"axis": "samples", "n_samples": n, "n_features": 784, "method": label, "k": 20,
+            secs, _ = ours(method, opts, s.X[:, :784], s.X[:, 784], 10, "cpu")
+            scale.append({"axis": "samples", "n_samples": n, "n_features": 784, "method": label, "k": 10,
                           "seconds": secs})
     for f in fs:
         s = tp.datasets.make_latent_class(5000, [5] * f + [10], 10, random_state=1)
         for label, method, opts in (OURS[2], OURS[4], OURS[7]):
-            secs, _ = ours(method, opts, s.X[:, :f], s.X[:, f], 20, "cpu")
-            scale.append({"axis": "features", "n_samples": 5000, "n_features": f, "method": label, "k": 20,
+            secs, _ = ours(method, opts, s.X[:, :f], s.X[:, f], 10, "cpu")
+            scale.append({"axis": "features", "n_samples": 5000, "n_features": f, "method": label, "k": 10,
                           "seconds": secs})
     print()
     print(markdown(scale, ["axis", "n_samples", "n_features", "method", "k", "seconds"]))

@@ -140,3 +140,21 @@ def test_vmi_selects_first_layer_of_the_tree_model_first(q):
     X, y = tree_data(20000, 2)
     sel = tp.VMI(k=3, q=q).fit(X, y)
     assert sorted(sel.selected_.tolist()) == [0, 1, 2]
+
+
+def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underflow():
+    import torch
+
+    from tensorprob.estimators._variational import VariationalState
+    from tensorprob.selection._greedy import SelectionData
+
+    X, y = random_data(10, M=120, N=7)
+    data = SelectionData(torch.tensor(X), 3, torch.tensor(y), 3)
+    st = VariationalState(data, "naive")
+    g = torch.Generator().manual_seed(0)
+    for scale in (1.0, 2000.0):  # 2000: exp(b - max) underflows for most classes
+        st.base = torch.randn(120, 3, generator=g, dtype=torch.float64) * scale
+        lq = st.base[:, None, :] + st.log_p_class[st.idx0] + st.log_prior  # (M, N, C), plain
+        own = torch.gather(lq, 2, data.y[:, None, None].expand(-1, 7, 1))[..., 0] - st.log_prior[data.y][:, None]
+        direct = (own - torch.logsumexp(lq, 2)).mean(0)
+        torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)

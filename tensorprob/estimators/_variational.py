@@ -120,9 +120,34 @@ class VariationalState:
             return torch.add(base[:, None, :], self.acc[:, a:b], alpha=1.0 / n)
         return _log(self.acc[:, a:b] / n).add_(base[:, None, :])
 
+    def _naive_bounds(self) -> torch.Tensor:
+        """Bounds when every candidate's term is class-conditional only (naive q, or an empty chain).
+
+        With b = log q(chain) + log p(c), the log-sum-exp over classes of b[m, c] + log p^(v | c)
+        for every (candidate, value) row v is one matrix product,
+        ``exp(b - max_c b) @ p^(v | c)^T`` (M x sum of alphabets), read at each sample's own
+        value: O(M N I C) multiply-adds instead of (M x N x C) exponentials. Entries whose sum
+        underflows to zero are recomputed exactly.
+        """
+        d = self.data
+        b = self.base + self.log_prior  # (M, C)
+        mx = b.amax(1, keepdim=True)
+        G = torch.exp(b - mx) @ torch.exp(self.log_p_class).T  # (M, N * I)
+        lse = torch.gather(G, 1, self.idx0)  # (M, N)
+        own = self.base.gather(1, d.y[:, None]) + self.log_p_class[self.idx0, d.y[:, None]]
+        bad = lse <= torch.finfo(lse.dtype).tiny * 1e3
+        lse = torch.log(lse.clamp_min(torch.finfo(lse.dtype).tiny)) + mx
+        if bool(bad.any()):  # exact log-sum-exp where the product lost the scale
+            m, i = torch.nonzero(bad, as_tuple=True)
+            lq = b[m] + self.log_p_class[self.idx0[m, i]]
+            lse[m, i] = torch.logsumexp(lq, dim=1)
+        return (own - lse).mean(0) / d.log_base
+
     def bounds(self) -> torch.Tensor:
         """L(C + i) for every candidate i (nats / log_base): (N,)."""
         d = self.data
+        if self.q == "naive" or not self.chain:
+            return self._naive_bounds()
         out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
         yi = d.y[:, None, None]
         shift = self.log_prior.expand(self.M, -1)  # the class prior enters every class term
