@@ -149,6 +149,7 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
     from tensorprob.selection._greedy import SelectionData
 
     X, y = random_data(10, M=120, N=7)
+    X[:, 0] = y  # p(x_0 = v | c) = 0 for v != c: with a dominant wrong class the product underflows
     data = SelectionData(torch.tensor(X), 3, torch.tensor(y), 3)
     st = VariationalState(data, "naive")
     g = torch.Generator().manual_seed(0)
@@ -158,3 +159,7 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
         own = torch.gather(lq, 2, data.y[:, None, None].expand(-1, 7, 1))[..., 0] - st.log_prior[data.y][:, None]
         direct = (own - torch.logsumexp(lq, 2)).mean(0)
         torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)
+    # the exact fallback was exercised: some products underflowed to zero
+    b = st.base + st.log_prior
+    G = torch.exp(b - b.amax(1, keepdim=True)) @ torch.exp(st.log_p_class).T
+    assert bool((torch.gather(G, 1, st.idx0) == 0).any())
