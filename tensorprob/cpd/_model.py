@@ -1,7 +1,6 @@
 """The fitted CPD joint-PMF model."""
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Sequence
 
@@ -406,10 +405,3 @@ class CPDModel:
         m.loglik_history_ = state["loglik_history"].numpy()
         m.converged_ = state["converged"]
         return m.to(device) if device is not None else m
-
-    def _mean_loglik(self, X: Any) -> float:
-        return float(self.log_prob(X).mean())
-
-
-def _entropy_bits(nats: float) -> float:
-    return nats / math.log(2.0)
