@@ -72,20 +72,42 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     return -(p * torch.log(p.clamp_min(_TINY))).sum(1)
 
 
-def table_information(T: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Plug-in quantities of x (dim 1), a (dim 2), b (dim 3) for each table T (n, I, A, B), in nats.
+_ENTROPY_DIMS = {"x": (1,), "a": (2,), "b": (3,), "xa": (1, 2), "xb": (1, 3), "ab": (2, 3), "xab": (1, 2, 3)}
+_DERIVED = {
+    "i_xa": (("h_x", 1), ("h_a", 1), ("h_xa", -1)),
+    "i_xb": (("h_x", 1), ("h_b", 1), ("h_xb", -1)),
+    "i_xa_b": (("h_xb", 1), ("h_ab", 1), ("h_xab", -1), ("h_b", -1)),
+    "i_xb_a": (("h_xa", 1), ("h_ab", 1), ("h_xab", -1), ("h_a", -1)),
+    "i_xa__b": (("h_xa", 1), ("h_b", 1), ("h_xab", -1)),
+}
 
-    Returns ``h_x, h_a, h_b, h_xa, h_xb, h_ab, h_xab`` and the derived ``i_xa = I(x;a)``,
-    ``i_xb = I(x;b)``, ``i_xa_b = I(x;a|b)``, ``i_xb_a = I(x;b|a)``, ``i_xa__b = I(x,a;b)``.
+
+class TableInformation(dict):
+    """Plug-in quantities of a batch of tables, each computed on first access and cached."""
+
+    def __init__(self, T: torch.Tensor, scale: float = 1.0) -> None:
+        super().__init__()
+        self.T, self.scale = T, scale
+
+    def __missing__(self, key: str) -> torch.Tensor:
+        if key.startswith("h_") and key[2:] in _ENTROPY_DIMS:
+            value = entropy_of_counts(self.T, _ENTROPY_DIMS[key[2:]]) / self.scale
+        elif key in _DERIVED:
+            value = sum(sign * self[k] for k, sign in _DERIVED[key]).clamp_min(0.0)
+        else:
+            raise KeyError(key)
+        self[key] = value
+        return value
+
+
+def table_information(T: torch.Tensor, scale: float = 1.0) -> TableInformation:
+    """Plug-in quantities of x (dim 1), a (dim 2), b (dim 3) for each table T (n, I, A, B), in nats / scale.
+
+    Keys ``h_x, h_a, h_b, h_xa, h_xb, h_ab, h_xab`` (entropies) and ``i_xa = I(x;a)``,
+    ``i_xb = I(x;b)``, ``i_xa_b = I(x;a|b)``, ``i_xb_a = I(x;b|a)``, ``i_xa__b = I(x,a;b)``;
+    each is computed when first read (a mapping that fills itself).
     """
-    h = {"x": (1,), "a": (2,), "b": (3,), "xa": (1, 2), "xb": (1, 3), "ab": (2, 3), "xab": (1, 2, 3)}
-    H = {f"h_{k}": entropy_of_counts(T, d) for k, d in h.items()}
-    H["i_xa"] = H["h_x"] + H["h_a"] - H["h_xa"]
-    H["i_xb"] = H["h_x"] + H["h_b"] - H["h_xb"]
-    H["i_xa_b"] = H["h_xb"] + H["h_ab"] - H["h_xab"] - H["h_b"]
-    H["i_xb_a"] = H["h_xa"] + H["h_ab"] - H["h_xab"] - H["h_a"]
-    H["i_xa__b"] = H["h_xa"] + H["h_b"] - H["h_xab"]
-    return {k: v.clamp_min(0.0) if k.startswith("i_") else v for k, v in H.items()}
+    return TableInformation(T, scale)
 
 
 def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,

@@ -54,20 +54,28 @@ class ClassicCriterion(Criterion):
         if self.method == "mim":  # relevance only: nothing to accumulate
             super().update(j)
             return
-        q = self.data.pair_information(j)
-        self.sum_mi += q["i_xa"]
-        self.sum_cmi += q["i_xa_b"]
-        self.sum_jmi += q["i_xa__b"]
-        self.sum_disr += q["i_xa__b"] / q["h_xab"].clamp_min(1e-300)  # a ratio: the same in any base
-        self.sum_icap += (q["i_xa"] - q["i_xa_b"]).clamp_min(0)
-        self.min_cmi_y = torch.minimum(self.min_cmi_y, q["i_xb_a"])
-        self.min_jmi = torch.minimum(self.min_jmi, q["i_xa__b"])
+        q = self.data.pair_information(j)  # only the quantities this method reads are computed
+        m = self.method
+        if m in ("mifs", "mrmr", "cife", "icap", "mri", "rmrmr"):
+            self.sum_mi += q["i_xa"]
+        if m in ("cife", "mri", "rmrmr"):
+            self.sum_cmi += q["i_xa_b"]
+        if m == "jmi":
+            self.sum_jmi += q["i_xa__b"]
+        if m == "disr":
+            self.sum_disr += q["i_xa__b"] / q["h_xab"].clamp_min(1e-300)  # a ratio: the same in any base
+        if m == "icap":
+            self.sum_icap += (q["i_xa"] - q["i_xa_b"]).clamp_min(0)
+        if m in ("cmim", "rmrmr"):
+            self.min_cmi_y = torch.minimum(self.min_cmi_y, q["i_xb_a"])
+        if m == "jmim":
+            self.min_jmi = torch.minimum(self.min_jmi, q["i_xa__b"])
         if self.method == "rmrmr":
             d = self.data
             for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
                 T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype)
-                t = table_information(T)
-                self.sum_pairs += (t["i_xa_b"] + t["i_xb_a"]) / d.log_base
+                t = table_information(T, d.log_base)
+                self.sum_pairs += t["i_xa_b"] + t["i_xb_a"]
         super().update(j)
 
     def scores(self) -> torch.Tensor:

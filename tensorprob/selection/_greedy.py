@@ -70,7 +70,7 @@ class SelectionData:
     def pair_information(self, j: int) -> dict[str, torch.Tensor]:
         """Plug-in quantities of every candidate x against (x_j, class): see ``table_information``."""
         T = joint_table(self.codes, self.card, self.codes[:, j], self.card, self.y, self.n_classes, dtype=self.dtype)
-        return {k: v / self.log_base for k, v in table_information(T).items()}
+        return table_information(T, self.log_base)  # quantities computed when first read
 
 
 class Criterion:
