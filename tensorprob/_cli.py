@@ -18,7 +18,7 @@ class CLIError(Exception):
     """An input problem reported as one line with exit status 2."""
 
 
-def _load(data: str, target: str | None) -> tuple[Any, Any, str]:
+def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
     """A shipped dataset name (see ``tensorprob.datasets.list_datasets``) or a CSV/Parquet path -> (X, y, label)."""
     import os
 
@@ -33,19 +33,45 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str]:
             raise CLIError(f"cannot read {data!r}: {exc}") from exc
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise CLIError(f"{data!r} holds no data")
+        _check_mixed(df, data)
         if target is None:
-            return df, None, data
+            return df, None, data, _feature_names(df, None)
         if target not in df.columns:
             raise CLIError(f"target column {target!r} is not in {data!r} (columns: {', '.join(map(str, df.columns[:10]))}"
                            f"{', ...' if df.shape[1] > 10 else ''})")
-        return df.drop(columns=[target]), df[target].to_numpy(), data
+        X = df.drop(columns=[target])
+        return X, df[target].to_numpy(), data, _feature_names(X, None)
     if any(data.endswith(ext) for ext in (".csv", ".parquet", ".pq", ".tsv")):
         raise CLIError(f"file {data!r} does not exist")
     try:
         X, y, meta = load_dataset(data)
     except ValueError as exc:
         raise CLIError(f"unknown dataset {data!r}: not a file and not one of {', '.join(list_datasets())}") from exc
-    return X, y, f"{meta['name']} ({meta['source']})"
+    return X, y, f"{meta['name']} ({meta['source']})", _feature_names(X, meta.get("feature_names"))
+
+
+def _check_mixed(df: Any, path: str) -> None:
+    """Reject text columns in which some values are numbers: almost always a broken file."""
+    import pandas as pd
+
+    for c in df.columns:
+        col = df[c]
+        if col.dtype != object:
+            continue
+        vals = col.dropna().astype(str).str.strip()
+        numeric = pd.to_numeric(vals, errors="coerce").notna()
+        if 0 < int(numeric.sum()) < len(vals):
+            bad = vals[~numeric].iloc[0]
+            raise CLIError(f"column {c!r} of {path!r} mixes numbers and text ({int(numeric.sum())} of {len(vals)} "
+                           f"values numeric, e.g. {bad!r}); fix the file or quote the column as text")
+
+
+def _feature_names(X: Any, meta_names: Any) -> list[str]:
+    if hasattr(X, "columns"):
+        return [str(c) for c in X.columns]
+    if meta_names is not None:
+        return [str(c) for c in meta_names]
+    return [f"x{j}" for j in range(np.shape(X)[1])]
 
 
 def _fit_cpd(args: argparse.Namespace) -> int:
@@ -53,7 +79,7 @@ def _fit_cpd(args: argparse.Namespace) -> int:
 
     from . import fit_cpd
 
-    X, y, label = _load(args.data, args.target)
+    X, y, label, names = _load(args.data, args.target)
     t0 = time.perf_counter()
     model = fit_cpd(X, rank=args.rank, y=None if args.no_label else y, device=args.device, dtype=args.dtype,
                     n_restarts=args.restarts, n_iter_max=args.max_iter, tol=args.tol, n_bins=args.bins,
@@ -96,7 +122,7 @@ def _select(args: argparse.Namespace) -> int:
 
     if args.method not in available_methods():
         raise CLIError(f"unknown method {args.method!r}; available: {', '.join(available_methods())}")
-    X, y, label = _load(args.data, args.target)
+    X, y, label, names = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
     k: Any = args.k if args.k in ("all", "auto") else int(args.k)
@@ -106,7 +132,6 @@ def _select(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     sel = select_features(X, y, k, method=args.method, device=args.device, **_parse_options(args.option))
     seconds = time.perf_counter() - t0
-    names = list(X.columns) if hasattr(X, "columns") else [f"x{j}" for j in range(n_features)]
     picks = [{"rank": r + 1, "index": int(j), "feature": str(names[j]), "score": float(s)}
              for r, (j, s) in enumerate(zip(sel.selected_, sel.scores_))]
     if args.json:
@@ -119,10 +144,11 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from ._config import get_config
     from .evaluation import cv_protocol, holdout_protocol, summarize
     from .selection._api import _REGISTRY
 
-    X, y, label = _load(args.data, args.target)
+    X, y, label, names = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -135,10 +161,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     sels = {m: _REGISTRY[m](k=max(ks), device=args.device) for m in methods}
     if args.protocol == "holdout":
         res = holdout_protocol(sels, X, y, ks=ks, n_repeats=args.repeats, classifier=args.classifier,
-                               random_state=args.seed, dataset=label)
+                               random_state=args.seed, dataset=label, progress=get_config()["progress"])
     else:
         res = cv_protocol(sels, X, y, ks=ks, n_splits=args.folds, n_repeats=args.repeats,
-                          classifiers=(args.classifier,), random_state=args.seed, dataset=label)
+                          classifiers=(args.classifier,), random_state=args.seed, dataset=label,
+                          progress=get_config()["progress"])
     print(summarize(res).to_string(index=False))
     if args.output:
         res.to_csv(args.output, index=False)
@@ -186,14 +213,22 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--output", help="write the full results as CSV")
     e.set_defaults(func=_evaluate)
+    for sp in (f, s, e):
+        sp.add_argument("--progress", dest="progress", action="store_true", default=None,
+                        help="progress bars on stderr (default: when stderr is a terminal)")
+        sp.add_argument("--no-progress", dest="progress", action="store_false")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ._config import config_context
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    show = sys.stderr.isatty() if args.progress is None else args.progress
     try:
-        return int(args.func(args))
+        with config_context(progress=show):
+            return int(args.func(args))
     except (CLIError, ValueError, TypeError, ImportError, OSError, KeyError) as exc:
         print(f"tensorprob: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2

@@ -15,6 +15,8 @@ _DEFAULTS: dict[str, Any] = {
     # Integer columns with at most this many distinct values are treated as codes; string /
     # categorical columns with more distinct values are rejected, as are alphabets above it.
     "max_categories": 64,
+    # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations.
+    "progress": False,
 }
 _local = threading.local()
 
@@ -33,14 +35,19 @@ def get_config() -> dict[str, Any]:
     dict
         ``memory_budget`` (bytes a chunk of a chunked computation may allocate) and
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
-        largest number of distinct values for which an integer column counts as codes).
+        largest number of distinct values for which an integer column counts as codes),
+        ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
+        silently off when tqdm is not installed).
     """
     return dict(_state())
 
 
-def set_config(*, memory_budget: int | None = None, max_categories: int | None = None) -> None:
+def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
+               progress: bool | None = None) -> None:
     """Set global configuration values (see :func:`get_config`)."""
     cfg = _state()
+    if progress is not None:
+        cfg["progress"] = bool(progress)
     if memory_budget is not None:
         if int(memory_budget) < 2**16:
             raise ValueError(f"memory_budget must be at least 65536 bytes, got {memory_budget!r}")
@@ -68,3 +75,31 @@ def config_context(**kwargs: Any) -> Iterator[None]:
         yield
     finally:
         _state().update(old)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+def progress_bar(total: int | None, desc: str) -> Any:
+    """A tqdm bar on stderr when the ``progress`` setting is on (and tqdm importable), else a no-op."""
+    if not _state()["progress"]:
+        return _NoBar()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is optional
+        return _NoBar()
+    return tqdm(total=total, desc=desc, leave=False)

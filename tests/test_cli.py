@@ -48,3 +48,44 @@ def test_bad_files(tmp_path, capsys):
     f.write_text("a,b\n1,2\n3,4\n")
     assert main(["select", str(f), "--target", "zz"]) == 2
     assert "target column 'zz'" in capsys.readouterr().err
+
+
+def test_feature_names_of_shipped_sets(capsys):
+    assert main(["select", "wine", "-k", "2", "--method", "mim", "--json", "--no-progress"]) == 0
+    names = {p["feature"] for p in json.loads(capsys.readouterr().out)["selected"]}
+    from sklearn.datasets import load_wine
+
+    assert names <= set(load_wine().feature_names)
+
+
+def test_progress_bars_go_to_stderr_and_keep_json_clean(capsys):
+    pytest.importorskip("tqdm")
+    assert main(["select", "wine", "-k", "3", "--method", "jmi", "--json", "--progress"]) == 0
+    cap = capsys.readouterr()
+    assert len(json.loads(cap.out)["selected"]) == 3
+    assert "selecting (jmi)" in cap.err
+    assert main(["fit-cpd", "wine", "--rank", "2", "--max-iter", "5", "--json", "--progress"]) == 0
+    cap = capsys.readouterr()
+    json.loads(cap.out)
+    assert "EM (1 model)" in cap.err
+    assert main(["select", "wine", "-k", "3", "--json", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("content, message", [
+    ("a,b,label\n1,x,0\n2,3,1\nabc,4,0\n3,5,1\n", "mixes numbers and text"),
+    ("a,label\n", "holds no data"),
+])
+def test_bad_csv_contents(tmp_path, capsys, content, message):
+    f = tmp_path / "d.csv"
+    f.write_text(content)
+    assert main(["select", str(f), "--target", "label", "-k", "1"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_file_and_unknown_name(capsys):
+    assert main(["select", "missing.csv", "--target", "y"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["fit-cpd", "not-a-dataset"]) == 2
+    assert "unknown dataset" in capsys.readouterr().err

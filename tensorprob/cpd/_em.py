@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .._config import progress_bar
 from ..counting import Incidence
 
 
@@ -206,7 +207,9 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
     work = state
     ll, lam_num, num = e_step(data, work, need_stats=True)
     state.history.append(ll.cpu().numpy())
+    bar = progress_bar(n_iter_max, f"EM ({B} model{'s' if B > 1 else ''})")
     for it in range(1, n_iter_max + 1):
+        bar.update()
         m_step(data, work, lam_num, num, alpha, torch.ones(len(idx), dtype=torch.bool))
         n_iter[idx] += 1
         ll, lam_num, num = e_step(data, work, need_stats=True)
@@ -217,6 +220,7 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
         done = np.abs(ll_np[idx] - prev[idx]) <= tol * np.maximum(np.abs(prev[idx]), 1e-12)
         if callback is not None:
             callback(it, ll_np)
+        bar.set_postfix_str(f"loglik/sample {float(np.max(ll_np)):.4f}, active {len(idx)}")
         if done.any():
             converged[np.asarray(idx)[done]] = True
             if work is not state:
@@ -231,6 +235,7 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
             lam_num = lam_num[keep, : work.log_lam.shape[1]]
             num = num[:, cols.to(num.device)]
             idx = [idx[i] for i in keep]
+    bar.close()
     if idx and work is not state:
         _write_back(state, work, idx)
     state.n_iter = n_iter

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._config import progress_bar
 from ..counting import joint_table, table_information
 
 
@@ -116,6 +117,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int, max_iterat
     first = True
     limit = max_iterations if max_iterations is not None else 4 * N + 10
     it = 0
+    bar = progress_bar(k, f"selecting ({getattr(criterion, 'method', None) or type(criterion).__name__})")
     while len(selected) < k and it < limit:
         it += 1
         s = criterion.first_scores() if first else criterion.scores()
@@ -128,4 +130,6 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int, max_iterat
         available[j] = False
         selected.append(j)
         scores.append(value)
+        bar.update()
+    bar.close()
     return selected, scores

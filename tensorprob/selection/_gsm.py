@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._config import progress_bar
 from .._device import make_generator, seed_from_random_state
 from ..counting import unique_rows
 from ..cpd._fit import fit_batched
@@ -52,6 +53,7 @@ def greedy_information(info: CPDInformation, candidates: list[int], k: int | Non
     bounds = torch.full((rest.numel(),), math.inf, dtype=torch.float64)
     selected, values, stderrs = [], [], []
     current = 0.0
+    bar = progress_bar(k, "selecting (GSM-CPD)")
     while rest.numel() and (k is None or len(selected) < k):
         if not lazy or not selected:
             vals, ses = info.evaluate(rest)
@@ -84,6 +86,8 @@ def greedy_information(info: CPDInformation, candidates: list[int], k: int | Non
         keep = torch.ones(rest.numel(), dtype=torch.bool)
         keep[pos] = False
         rest, bounds = rest[keep], bounds[keep]
+        bar.update()
+    bar.close()
     return selected, values, stderrs
 
 
