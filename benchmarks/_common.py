@@ -63,3 +63,34 @@ def write_csv(path: str, rows: list[dict]) -> None:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
+
+
+def _timed_child(fn, args, q) -> None:
+    try:
+        t0 = time.perf_counter()
+        value = fn(*args)
+        q.put(("ok", value, time.perf_counter() - t0))
+    except Exception as exc:  # noqa: BLE001 - a peer's failure is a table row, not a crash
+        q.put(("error", f"error: {type(exc).__name__}: {exc}"[:100], float("nan")))
+
+
+def call_with_timeout(fn, args: tuple, timeout: float):
+    """Run ``fn(*args)`` in a forked process; returns (status, value or message, seconds inside the child).
+
+    status is "ok", "error" (value is the message) or "timeout".
+    """
+    import multiprocessing as mp
+    import queue
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_timed_child, args=(fn, args, q))
+    p.start()
+    try:
+        out = q.get(timeout=timeout)  # read before join: a large result would block the child's exit
+    except queue.Empty:
+        out = ("timeout", f"timeout (> {timeout:g} s)", float("nan"))
+    if p.is_alive():
+        p.terminate()
+    p.join()
+    return out

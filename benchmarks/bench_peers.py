@@ -1,0 +1,206 @@
+"""Peer benchmark: tensorprob's selectors against the PyPI peers, same process, same codes.
+
+    python benchmarks/bench_peers.py [--quick] [--timeout 60] [--datasets wine,chess,...] [--cp-apr-iters 200]
+
+Every dataset is discretized once (5 equal-width bins, ``tensorprob.encode``) and the same
+integer codes go to tensorprob (CPU) and to each peer: skfeature-chappers, ITMO_FS and
+mrmr_selection (each peer run in a forked subprocess with a time limit). For every pair the
+table gives both times and the agreement of the two ordered selections: the common prefix
+(how many first picks are identical) and the overlap |A & B| / k of the sets.
+
+The peers' definitions, read from their source, decide which tensorprob criterion a peer
+is compared with, and the ``same definition`` column says whether the comparison is exact:
+
+* skfeature ``MRMR`` is LCSI with a fixed beta = 0.8, gamma = 0 (not the 1/|S| of mRMR):
+  compared with ``MIFS(beta=0.8)``; skfeature ``JMI`` is LCSI with beta = 0.8, gamma = 0.5
+  (not 1/|S|): compared with JMI, definitions differ; skfeature ``ICAP`` computes the CMIM
+  update (no clipping at 0): compared with CMIM; skfeature ``DISR`` divides the summed
+  normalized joint MI by sum_j (1 + I(f; f_j)): definitions differ.
+* ITMO_FS's criteria follow Brown et al. (2012) except ICAP, which clips the summed
+  redundancy term once instead of every term.
+* mrmr_selection's ``mrmr_classif`` is an F-statistic / Pearson mRMR (not an MI method):
+  a speed reference; its agreement with MRMR is shown for information only.
+
+Then the CPD fit against pyttb's ``cp_apr`` on chess (the KEEL kr-vs-kp table as a sparse
+count tensor, rank 10): seconds and log-likelihood per sample.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import call_with_timeout, machine, markdown, write_csv  # noqa: E402
+
+import tensorprob as tp  # noqa: E402
+
+warnings.simplefilter("ignore")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+# (peer library, peer method, tensorprob method, tensorprob options, definition note; "" = same definition)
+PAIRS = [
+    ("skfeature", "MIM", "mim", {}, ""),
+    ("skfeature", "MIFS", "mifs", {"beta": 0.5}, ""),
+    ("skfeature", "MRMR", "mifs", {"beta": 0.8}, ""),
+    ("skfeature", "JMI", "jmi", {}, "skfeature: fixed beta 0.8, gamma 0.5 instead of 1/|S|"),
+    ("skfeature", "CIFE", "cife", {}, ""),
+    ("skfeature", "CMIM", "cmim", {}, ""),
+    ("skfeature", "ICAP", "cmim", {}, ""),
+    ("skfeature", "DISR", "disr", {}, "skfeature divides the DISR sum by sum(1 + I(f; f_j))"),
+    ("ITMO_FS", "MIM", "mim", {}, ""),
+    ("ITMO_FS", "MIFS", "mifs", {"beta": 0.5}, ""),
+    ("ITMO_FS", "MRMR", "mrmr", {}, ""),
+    ("ITMO_FS", "JMI", "jmi", {}, ""),
+    ("ITMO_FS", "CIFE", "cife", {}, ""),
+    ("ITMO_FS", "CMIM", "cmim", {}, ""),
+    ("ITMO_FS", "ICAP", "icap", {}, "ITMO_FS clips the summed term, max(0, sum(...)), not sum(max(0, ...))"),
+    ("ITMO_FS", "MRI", "mri", {}, ""),
+    ("mrmr_selection", "mrmr_classif", "mrmr", {}, "F-statistic / Pearson mRMR, not MI"),
+]
+# skfeature's LCSI family as (beta, gamma), from its wrappers' source. The wrappers themselves
+# (MIM.mim, MIFS.mifs, ...) return the rank transform of the picks even with mode="index" in
+# skfeature-chappers 1.2.1 (they call lcsi in its default "rank" mode), so we call lcsi directly.
+_LCSI = {"MIM": (0.0, 0.0), "MIFS": (0.5, 0.0), "MRMR": (0.8, 0.0), "JMI": (0.8, 0.5), "CIFE": (1.0, 1.0)}
+
+
+def peer_select(library: str, method: str, X: np.ndarray, y: np.ndarray, k: int) -> list[int]:
+    """Run one peer selector and return its ordered picks (runs inside the subprocess)."""
+    if library == "skfeature" and method in _LCSI:
+        from skfeature.function.information_theoretical_based.LCSI import lcsi
+
+        beta, gamma = _LCSI[method]
+        out = lcsi(X.astype(float), y, mode="index", beta=beta, gamma=gamma, n_selected_features=k)
+    elif library == "skfeature":
+        import importlib
+
+        mod = importlib.import_module(f"skfeature.function.information_theoretical_based.{method}")
+        out = getattr(mod, method.lower())(X.astype(float), y, mode="index", n_selected_features=k)
+    elif library == "ITMO_FS":
+        from ITMO_FS.filters.multivariate import MultivariateFilter
+
+        f = MultivariateFilter(method, k, beta=0.5 if method == "MIFS" else None)
+        f.fit(X, y)
+        out = f.selected_features
+    elif library == "mrmr_selection":
+        import pandas as pd
+        from mrmr import mrmr_classif
+
+        out = mrmr_classif(pd.DataFrame(X.astype(float)), pd.Series(y), K=k, show_progress=False)
+    else:
+        raise ValueError(library)
+    return [int(i) for i in np.asarray(out).ravel()[:k]]
+
+
+def agreement(a: list[int], b: list[int]) -> tuple[int, float]:
+    prefix = 0
+    for u, v in zip(a, b):
+        if u != v:
+            break
+        prefix += 1
+    return prefix, len(set(a) & set(b)) / max(len(a), 1)
+
+
+def load(name: str):
+    X, y, meta = tp.datasets.load_dataset(name)
+    enc = tp.encode(X, n_bins=5)
+    return enc.codes.astype(np.int64), tp.encode_labels(y)[0], meta
+
+
+def available(library: str) -> bool:
+    mod = {"skfeature": "skfeature", "ITMO_FS": "ITMO_FS", "mrmr_selection": "mrmr"}[library]
+    try:
+        __import__(mod)
+    except Exception:  # noqa: BLE001 - any import failure means "not installed here"
+        return False
+    return True
+
+
+def selector_rows(names, k_max, timeout, libraries):
+    rows = []
+    for name in names:
+        X, y, meta = load(name)
+        k = min(k_max, X.shape[1])
+        ours = {}
+        for _, _, method, opts, _ in PAIRS:
+            key = (method, tuple(sorted(opts.items())))
+            if key in ours:
+                continue
+            best, sel = float("inf"), None
+            for _ in range(3 if X.size < 10**6 else 1):  # best of 3 on small data (first run pays one-off costs)
+                t0 = time.perf_counter()
+                sel = tp.select_features(X, y, k, method=method, device="cpu", **opts).selected_.tolist()
+                best = min(best, time.perf_counter() - t0)
+            ours[key] = (best, sel)
+        for library, pmethod, method, opts, differs in PAIRS:
+            if library not in libraries:
+                continue
+            secs_tp, sel_tp = ours[(method, tuple(sorted(opts.items())))]
+            label = method.upper() + (f"(beta={opts['beta']})" if "beta" in opts else "")
+            row = {"data": f"{name} ({X.shape[0]}x{X.shape[1]})", "k": k, "peer": f"{library} {pmethod}",
+                   "tensorprob": label, "same definition": "no: " + differs if differs else "yes",
+                   "tensorprob s": secs_tp}
+            status, value, secs = call_with_timeout(peer_select, (library, pmethod, X, y, k), timeout)
+            if status != "ok":
+                row.update({"peer s": float("nan"), "note": value})
+            else:
+                prefix, overlap = agreement(sel_tp, value)
+                row.update({"peer s": secs, "speedup": secs / secs_tp, "common prefix": f"{prefix}/{k}",
+                            "overlap": overlap})
+            rows.append(row)
+            print(f"  {row['data']:<24} {row['peer']:<28} vs {label:<16} {row.get('common prefix', row.get('note'))}",
+                  flush=True)
+    return rows
+
+
+def cpd_rows(maxiters: int):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_cpd import chess_vs_cp_apr
+
+    rows = []
+    chess_vs_cp_apr(10, rows, maxiters)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="wine and breast_cancer only, k=10, short cp_apr")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds a peer may take per run")
+    ap.add_argument("--datasets", help="comma-separated dataset names (tensorprob.datasets.load_dataset)")
+    ap.add_argument("--k", type=int, default=50)
+    ap.add_argument("--cp-apr-iters", type=int, default=200, help="cp_apr outer iterations on chess (0: skip)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    names = (args.datasets.split(",") if args.datasets else
+             ["wine", "breast_cancer"] if args.quick else
+             ["wine", "breast_cancer", "ionosphere", "splice", "chess", "optdigits", "mnist"])
+    k = 10 if args.quick else args.k
+    libraries = [lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if available(lib)]
+    print(f"machine: {machine()}\npeers installed: {', '.join(libraries) or 'none'}\n")
+    rows = selector_rows(names, k, args.timeout, libraries)
+    cols = ["data", "k", "peer", "tensorprob", "same definition", "common prefix", "overlap", "tensorprob s",
+            "peer s", "speedup", "note"]
+    table = markdown(rows, cols)
+    print("\n" + table)
+    cpd = cpd_rows(20 if args.quick else args.cp_apr_iters) if args.cp_apr_iters else []
+    cpd_cols = ["data", "method", "iterations", "s_total", "s_per_iter", "loglik", "s_to_cp_apr_loglik",
+                "speedup_vs_this", "note"]
+    if cpd:
+        print("\n" + markdown(cpd, cpd_cols))
+    if not args.quick:
+        write_csv(os.path.join(RESULTS, "peers.csv"), rows + cpd)
+        with open(os.path.join(RESULTS, "peers.md"), "w") as fh:
+            fh.write(f"machine: {machine()}\n\npeers: {', '.join(libraries)}; k = {k}; peer time limit "
+                     f"{args.timeout:g} s\n\n{table}\n\n" + (markdown(cpd, cpd_cols) + "\n" if cpd else ""))
+
+
+if __name__ == "__main__":
+    main()
