@@ -94,3 +94,46 @@ def call_with_timeout(fn, args: tuple, timeout: float):
         p.terminate()
     p.join()
     return out
+
+
+def threads_from_argv(argv=None, default: int = 1) -> int:
+    """Read ``--threads N`` (else $TENSORPROB_THREADS, else ``default``) and cap the native thread pools.
+
+    Call before NumPy / torch are imported: OpenMP / OpenBLAS / MKL read these variables once at
+    start-up. Call :func:`set_torch_threads` after importing torch.
+    """
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    n = os.environ.get("TENSORPROB_THREADS", str(default))
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            n = argv[i + 1]
+        elif a.startswith("--threads="):
+            n = a.split("=", 1)[1]
+    n = str(max(1, int(n)))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = n
+    return int(n)
+
+
+def set_torch_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(int(n))
+
+
+def git_state(path: str) -> str:
+    """``<commit>`` of the checkout holding ``path``, plus a note when the library has uncommitted edits."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "tensorprob"], capture_output=True,
+                               text=True, check=True).stdout.split("\n")
+        dirty = [ln[3:] for ln in dirty if ln.strip()]
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return head + (f" (with uncommitted edits to {', '.join(dirty)})" if dirty else "")
