@@ -189,6 +189,9 @@ def report(args, ranks, per_fold, info, total):
            f"M in the thousands); all of ours have M <= 90. Extra sets not in the paper: "
            f"{', '.join(n for n in names if n not in PAPER_SETS) or 'none'}. The paper's k grid is not stated; "
            f"we use steps of {args.k_step}.", "",
+           "**Doubt.** The paper's text says 5-interval MDL; the authors' public code (per the project's "
+           "REFERENCE_NOTES.md) min-max scales and digitizes against 5 equal-spaced edges instead. We follow the "
+           "text. Whether the paper selected inside each training fold is not stated; we do.", "",
            "**Paper numbers** transcribed from Table 3 of our text copy (clean tab-separated rows). Table 5 of the "
            "paper is not the VI analogue of Table 3 (the VI comparison is Table 3's third block); it ranks "
            "AMD-based methods against MRI, SPEC_CMI, CMIM, Trace and SPEC, and is not reproduced here (Trace and "
