@@ -19,6 +19,7 @@ with our dependencies (9 of its 29) plus similar extra sets. Writes
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -29,7 +30,6 @@ from _common import git_state, machine, markdown, set_torch_threads, threads_fro
 
 _THREADS = threads_from_argv()  # before NumPy / torch start their thread pools
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import tensorprob as tp  # noqa: E402
@@ -144,7 +144,7 @@ def _order(values):
     """'AMD < GMD = FID': the distributions by increasing rank, '=' for equal ranks."""
     pairs = sorted(zip(values, DISTS), key=lambda t: t[0])
     out = pairs[0][1]
-    for (a, _), (b, d) in zip(pairs, pairs[1:]):
+    for (a, _), (b, d) in itertools.pairwise(pairs):
         out += (" = " if abs(a - b) < 1e-9 else " < ") + d
     return out
 
@@ -168,7 +168,7 @@ def report(args, ranks, per_fold, info, total):
     out = [f"# Paper 004 (FID / GMD / AMD), Table 3: average ranks, ours vs paper"
            f"{' (QUICK SMOKE RUN)' if args.quick else ''}", "",
            f"`python benchmarks/repro_amd_ranks.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
-           f"{git_state(__file__)}. Threads: {args.threads} (torch and BLAS) on a shared 2-core machine under load; "
+           f"{getattr(args, 'run_commit', None) or git_state(__file__)}. Threads: {args.threads} (torch and BLAS) on a shared 2-core machine under load; "
            f"total {total / 60:.1f} min (timings indicative only).", "",
            "**Protocol.** Selectors: `tp.PDA(distribution=fid|gmd|amd, framework=mi|vi, k1, k2, discretizer=\"mdl\", "
            f"n_bins={args.n_bins})` (MDL fitted on each training fold, selection inside each fold); classifiers on "
@@ -314,12 +314,13 @@ def main(argv=None):
         info = pd.read_csv(info_path, keep_default_na=False).to_dict("records")
         info = [r for r in info if r["dataset"] in names]
         total = float(info[0].get("total_minutes", 0)) * 60 if info else 0.0
+        args.run_commit = info[0].get("run_commit") if info else None
         args.repeats = int(per_fold["repeat"].max()) + 1
     else:
         per_fold, info = run(args, names)
         total = time.perf_counter() - started
         write_csv(os.path.join(RESULTS, f"amd_ranks_data{args.suffix}.csv"),
-                  [dict(r, total_minutes=total / 60) for r in info])
+                  [dict(r, total_minutes=total / 60, run_commit=git_state(__file__)) for r in info])
     ranks = test_ranks(per_fold, args.test_unit, args.alpha)
     alt = test_ranks(per_fold, ALT_UNIT[args.test_unit], args.alpha)  # the other choice of Wilcoxon samples
     ranks["test_rank_alt_unit"] = alt["test_rank"].to_numpy()
@@ -327,6 +328,7 @@ def main(argv=None):
     write_csv(os.path.join(RESULTS, f"amd_ranks{args.suffix}.csv"), ranks.to_dict("records"))
     for r in info:
         r.pop("total_minutes", None)
+        r.pop("run_commit", None)
     md = report(args, ranks, per_fold, info, total)
     with open(os.path.join(RESULTS, f"amd_ranks{args.suffix}.md"), "w") as fh:
         fh.write(md)
