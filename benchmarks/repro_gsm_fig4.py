@@ -30,15 +30,15 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import git_state, machine, markdown, set_torch_threads, threads_from_argv, write_csv  # noqa: E402
+from _common import git_state, machine, markdown, set_torch_threads, threads_from_argv, write_csv
 
 _THREADS = threads_from_argv()  # before NumPy / torch start their thread pools
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-import tensorprob as tp  # noqa: E402
-from tensorprob.evaluation import evaluate_splits, holdout_protocol, plot_accuracy_vs_k  # noqa: E402
+import tensorprob as tp
+from tensorprob.evaluation import evaluate_splits, holdout_protocol, plot_accuracy_vs_k
 
 warnings.simplefilter("ignore")
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -73,7 +73,7 @@ def selectors(args):
     rank = None if args.rank == "cv" else int(args.rank)
     gsm = _RecordingGSM(k=args.kmax, rank=rank, lazy=True, estimator=args.estimator, n_samples=args.n_samples,
                         discretizer="uniform", n_bins=5, device=args.device, random_state=args.seed)
-    kw = dict(discretizer="uniform", n_bins=5, device=args.device)
+    kw = {"discretizer": "uniform", "n_bins": 5, "device": args.device}
     out = {"GSM-CPD": gsm, "MRMR": tp.MRMR(**kw), "JMIM": tp.JMIM(**kw)}
     if args.label_rank:
         out[LABEL] = tp.GSMCPD(k=args.kmax, rank=args.label_rank, target="label", lazy=True, estimator=args.estimator,
@@ -241,11 +241,11 @@ def report(args, names, info, cur, ranks, total, png):
         red.append(f"k up to {args.kmax} instead of 50")
     if args.rank != "cv":
         red.append(f"fixed GSM-CPD rank {args.rank} instead of the 5-fold CV choice")
-    out = [f"# Paper 000 (GSM-CPD), Fig. 4: 1-NN accuracy against k, ours vs paper"
-           f"{' (QUICK SMOKE RUN)' if args.quick else ''}", "",
-           f"`python benchmarks/repro_gsm_fig4.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
+    out = [(f"# Paper 000 (GSM-CPD), Fig. 4: 1-NN accuracy against k, ours vs paper"
+           f"{' (QUICK SMOKE RUN)' if args.quick else ''}"), "",
+           (f"`python benchmarks/repro_gsm_fig4.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
            f"{_git(info)}. Threads: {args.threads} (torch and BLAS) on a shared 2-core machine under load "
-           f"from other jobs; total {total / 60:.1f} min (timings are indicative only).", "",
+           f"from other jobs; total {total / 60:.1f} min (timings are indicative only)."), "",
            "**Reduced against the paper's protocol:** " + ("; ".join(red) if red else
                                                            "nothing in the protocol (10 splits, k = 1..50 or N, rank by "
                                                            "5-fold CV over {5, 10, 15, 20, 30})") +
@@ -266,16 +266,16 @@ def report(args, names, info, cur, ranks, total, png):
            "overshoots log F). MRMR and JMIM: plug-in MI from counts. 1-NN inputs:", ""]
     out += [f"- `{i}`: {INPUT_TEXT[i]}{' — main table' if i == main_input else ''}" for i in inputs]
     if len(inputs) > 1:
-        out += ["", "On chess (all columns categorical) both inputs give the same distances up to one scale, hence "
-                "identical accuracies."]
+        out += ["", ("On chess (all columns categorical) both inputs give the same distances up to one scale, hence "
+                "identical accuracies.")]
     if args.label_rank:
-        out += ["", f"`{LABEL}` is a diagnostic that is not in the paper: `GSMCPD(target='label', "
+        out += ["", (f"`{LABEL}` is a diagnostic that is not in the paper: `GSMCPD(target='label', "
                 f"rank={args.label_rank}, lazy=True)`, greedy on the CPD's I(X_S; Y) instead of the surrogate "
-                "I(X_S; Z), to locate differences."]
-    out += ["", "**Paper numbers.** Fig. 4 gives curves only and the text states no accuracy at any k (it only "
+                "I(X_S; Z), to locate differences.")]
+    out += ["", ("**Paper numbers.** Fig. 4 gives curves only and the text states no accuracy at any k (it only "
             "says which methods lead and where the curves peak), so every paper cell reads *figure only*; values "
             "are not read off the figure. The paper's qualitative claims for these two data sets are checked "
-            "below.", ""]
+            "below."), ""]
     if args.quick:
         out += ["**Quick smoke run:** tiny settings; not a reproduction.", ""]
     out += ["## Data", "", markdown(info, ["dataset", "paper name", "paper N/M/C", "ours N/M/C", "categorical", "k",
@@ -325,9 +325,10 @@ def report(args, names, info, cur, ranks, total, png):
                        "mean CV errors of the ranks, split 0": r["rank_errors"].iloc[0],
                        "GSM-CPD seconds per split (incl. CPD fit, under load)": float(r["seconds"].mean()),
                        "first picks, split 0": r["first_picks"].iloc[0]})
-        out += ["## GSM-CPD details", "", markdown(rk, list(rk[0])), "",
-                "A rank at the top of the grid (30) means the CV error was still falling there; the grid is the "
-                "paper's.", ""]
+        out += ["## GSM-CPD details", "", markdown(rk, list(rk[0])), ""]
+        if args.rank == "cv":
+            out += [("A rank at the top of the grid (30) means the CV error was still falling there; the grid is the "
+                    "paper's."), ""]
     return "\n".join(out)
 
 
