@@ -76,3 +76,38 @@ def test_per_sample_conditionals():
 def test_unique_rows_merge_weights():
     rows, w, inv = unique_rows(torch.tensor([[1, 2], [0, 1], [1, 2]]))
     assert rows.tolist() == [[0, 1], [1, 2]] and w.tolist() == [1.0, 2.0] and inv.tolist() == [1, 0, 1]
+
+
+def test_blocked_tables_and_lookups_with_missing_entries_and_weights_equal_plain_loops():
+    # 2,000 rows x 50 candidates: a 64 KiB block budget splits the candidates into 7 blocks
+    rng = np.random.default_rng(7)
+    M, N = 2000, 50
+    X = rng.integers(0, 3, (M, N))
+    y = rng.integers(0, 4, M)
+    X[rng.random((M, N)) < 0.05] = -1
+    a = X[:, 3].copy()
+    w = rng.random(M)
+    plain = np.zeros((N, 3, 3, 4))
+    for m in range(M):
+        for c in range(N):
+            if X[m, c] >= 0 and a[m] >= 0:
+                plain[c, X[m, c], a[m], y[m]] += w[m]
+    tX, ta, ty = torch.tensor(X, dtype=torch.int8), torch.tensor(a), torch.tensor(y)
+    with tp.config_context(memory_budget=2**16):
+        T = joint_table(tX, 3, ta, 3, ty, 4, weights=torch.tensor(w))
+        Tc = joint_table(tX, 3, ta, 3, ty, 4)
+        p = gather_conditional(Tc, tX, ta, ty).numpy()
+        pb = gather_conditional(Tc, tX, ta, ty, over_b=True).numpy()
+    np.testing.assert_allclose(T.numpy(), plain, rtol=1e-12)
+    with tp.config_context(memory_budget=2**30):
+        assert torch.equal(Tc, joint_table(tX, 3, ta, 3, ty, 4))
+    cnt = Tc.numpy()
+    for m in range(0, M, 97):
+        for c in range(N):
+            if X[m, c] < 0 or a[m] < 0:
+                assert p[m, c] == 0 and not pb[m, c].any()
+                continue
+            cond = cnt[c, :, a[m], :].sum(0)  # counts of (a, y) where candidate c is observed
+            want = cnt[c, X[m, c], a[m], :] / np.maximum(cond, 1)
+            np.testing.assert_allclose(pb[m, c], np.where(cond > 0, want, 0), rtol=1e-12)
+            assert abs(p[m, c] - want[y[m]]) < 1e-12

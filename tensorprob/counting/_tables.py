@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from .._config import get_config
+from .._device import block_budget, chunk_ranges
 
 _TINY = 1e-300
-
-
-def _chunk(n_rows: int, n_bins_per_cand: int, n_cands: int) -> int:
-    per_cand = 8 * (3 * n_rows + 2 * n_bins_per_cand)
-    return max(1, min(n_cands, get_config()["memory_budget"] // max(1, per_cand)))
 
 
 def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, card_a: int = 1,
@@ -30,31 +25,47 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
 
     Parameters
     ----------
-    codes : (M, n_cands) int64 tensor, -1 = missing
+    codes : (M, n_cands) integer tensor, -1 = missing
     card : int
         Largest cardinality of the candidate columns.
-    a, b : (M,) int64 tensors or None
+    a, b : (M,) integer tensors or None
         The other columns (a selected feature, the class, ...); None counts as constant 0.
     weights : (M,) tensor, optional
         Row weights (default 1).
+
+    Notes
+    -----
+    Candidates are processed in blocks whose index fits :func:`block_budget` (cache-sized on
+    the CPU), with 32-bit indices where the block's bins allow. Without weights and missing
+    entries the counts come from an unweighted bincount; a missing entry sends its sample
+    to a discarded extra bin (weights: weight 0).
     """
     M, n = codes.shape
     dev = codes.device
     a = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
     b = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
-    ab = a.clamp_min(0) * card_b + b.clamp_min(0)  # (M,); rows with a missing a or b get weight 0
     ab_ok = (a >= 0) & (b >= 0)
+    ab = a.clamp_min(0) * card_b + b.clamp_min(0)  # (M,)
     per = card * card_a * card_b
-    out = torch.empty(n, per, dtype=dtype, device=dev)
-    step = _chunk(M, per, n)
+    blocks = list(chunk_ranges(n, 4 * max(1, M), block_budget(dev)))
+    itype = torch.int32 if (max(b - a for a, b in blocks) * per + 1) < 2**31 else torch.int64
+    ab = ab.to(itype)
+    complete = bool(ab_ok.all()) and int(codes.min()) >= 0
     w = None if weights is None else weights.to(dtype)
-    for s in range(0, n, step):
-        c = codes[:, s:s + step].to(torch.int64)
-        g = c.shape[1]
-        ok = (c >= 0) & ab_ok[:, None]
-        idx = (torch.arange(g, device=dev)[None, :] * card + c.clamp_min(0)) * (card_a * card_b) + ab[:, None]
-        vals = ok.to(dtype) if w is None else ok.to(dtype) * w[:, None]
-        out[s:s + g] = torch.bincount(idx.reshape(-1), weights=vals.reshape(-1), minlength=g * per).view(g, per)
+    out = torch.empty(n, per, dtype=dtype, device=dev)
+    for s, e in blocks:
+        c = codes[:, s:e]
+        g = e - s
+        idx = c.to(itype).mul_(card_a * card_b).add_(ab[:, None])
+        idx.add_((torch.arange(g, dtype=itype, device=dev) * per)[None, :])
+        nbins = g * per
+        if not complete:
+            idx.masked_fill_((c < 0) | ~ab_ok[:, None], nbins)  # the discarded bin
+        if w is None:
+            counts = torch.bincount(idx.view(-1), minlength=nbins + 1)
+        else:
+            counts = torch.bincount(idx.view(-1), weights=w[:, None].expand(M, g).reshape(-1), minlength=nbins + 1)
+        out[s:s + g] = counts[:nbins].view(g, per)
     return out.view(n, card, card_a, card_b)
 
 
@@ -138,14 +149,22 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     P = torch.where(cond / totals >= min_prob, T / cond.clamp_min(_TINY), torch.zeros_like(T))
     a_ = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
     b_ = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
-    c = codes.to(torch.int64)
-    missing = bool((c < 0).any()) or bool((a_ < 0).any()) or bool((b_ < 0).any())
-    rows = (torch.arange(n, device=dev)[None, :] * I + c.clamp_min(0)) * A + a_.clamp_min(0)[:, None]  # (M, n)
-    if over_b:
-        out = torch.nn.functional.embedding(rows, P.reshape(n * I * A, B))  # (M, n, B)
-    else:
-        out = P.reshape(-1)[rows * B + b_.clamp_min(0)[:, None]]
-    if missing:
-        ok = (c >= 0) & (a_ >= 0)[:, None] & (b_ >= 0)[:, None]
-        out = out * (ok[..., None] if over_b else ok)
+    ab_ok = (a_ >= 0) & (b_ >= 0)
+    complete = bool(ab_ok.all()) and int(codes.min()) >= 0
+    # flat position of (candidate i, x, a[, b]): i * I*A*B + x * A*B + a * B + b (rows of B with over_b)
+    width = B if over_b else 1
+    stride = A * B // width
+    itype = torch.int32 if n * I * stride < 2**31 else torch.int64
+    off = (a_.clamp_min(0) * B + (0 if over_b else b_.clamp_min(0))).div(width, rounding_mode="floor").to(itype)
+    flat = P.reshape(-1, width)
+    out = torch.empty((M, n, B) if over_b else (M, n), dtype=P.dtype, device=dev)
+    for s, e in chunk_ranges(n, M * max(4, width * P.element_size()), block_budget(dev)):
+        c = codes[:, s:e]
+        g = e - s
+        idx = c.to(itype).clamp_min_(0).mul_(stride).add_(off[:, None])
+        idx.add_((torch.arange(s, s + g, dtype=itype, device=dev) * (I * stride))[None, :])
+        vals = flat.index_select(0, idx.view(-1)).view(M, g, width)
+        if not complete:
+            vals.mul_(((c >= 0) & ab_ok[:, None]).unsqueeze(2))  # 0 where x_c, a or b is missing
+        out[:, s:s + g] = vals if over_b else vals[..., 0]
     return out

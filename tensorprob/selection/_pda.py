@@ -5,6 +5,7 @@ import numbers
 
 import torch
 
+from .._device import block_budget, chunk_ranges
 from ..counting import gather_conditional, joint_table
 from ..estimators._variational import VariationalState
 from ._base import GreedySelector
@@ -27,16 +28,20 @@ class SampleMeanCriterion(Criterion):
         self.mean, self.k1, self.k2 = mean, k1, k2
 
     def _term(self, p: torch.Tensor) -> torch.Tensor:
-        return p if self.mean == "arithmetic" else torch.log(p)
+        return p if self.mean == "arithmetic" else p.log_()
 
     def _avg(self, acc: torch.Tensor, n: int) -> torch.Tensor:
-        return torch.log(acc / n) if self.mean == "arithmetic" else acc / n
+        return torch.div(acc, n).log_() if self.mean == "arithmetic" else torch.div(acc, n)
+
+    @staticmethod
+    def _accumulate(acc: torch.Tensor | None, t: torch.Tensor) -> torch.Tensor:
+        return t if acc is None else acc.add_(t)
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
         T = data.class_table
-        self.log_p_y = torch.log(gather_conditional(T, data.codes, None, data.y))  # log p^(x_m | c)
-        self.log_p = torch.log(gather_conditional(T, data.codes, None, data.y, marginalize_b=True))  # log p^(x_m)
+        self.log_p_y = gather_conditional(T, data.codes, None, data.y).log_()  # log p^(x_m | c)
+        self.log_p = gather_conditional(T, data.codes, None, data.y, marginalize_b=True).log_()  # log p^(x_m)
         self.num = self.den = self.first = self.pairs = None
         self.n_pairs = 0
 
@@ -45,29 +50,34 @@ class SampleMeanCriterion(Criterion):
         if self.k2 == 1 or self.k1 >= 1:
             T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype)
             if self.k2 == 1:
-                t = self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y))
-                self.num = t if self.num is None else self.num + t
+                self.num = self._accumulate(self.num, self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y)))
             if self.k1 >= 1:
                 t = self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y, marginalize_b=True))
-                self.den = t if self.den is None else self.den + t
+                self.den = self._accumulate(self.den, t)
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
                 T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype)
                 t = self._term(gather_conditional(T, d.codes, d.codes[:, r], d.codes[:, j]))
-                self.pairs = t if self.pairs is None else self.pairs + t
+                self.pairs = self._accumulate(self.pairs, t)
                 self.n_pairs += 1
         super().update(j)
 
     def scores(self) -> torch.Tensor:
+        """J of every candidate, in candidate blocks (cache-sized temporaries on the CPU)."""
+        d = self.data
         n = len(self.selected)
-        log_num = self.log_p_y if self.k2 == 0 else self._avg(self.num, n)
-        if self.k1 == 0:
-            log_den = self.log_p
-        elif self.k1 == 1 or self.n_pairs == 0:
-            log_den = self._avg(self.den, n) if self.k1 == 1 else self._avg(self.den, 1)
-        else:
-            log_den = self._avg(self.pairs, self.n_pairs)
-        return (log_num - log_den).mean(0) / self.data.log_base
+        out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
+        M = d.codes.shape[0]
+        for a, b in chunk_ranges(d.n_features, M * out.element_size(), block_budget(out.device)):
+            log_num = self.log_p_y[:, a:b] if self.k2 == 0 else self._avg(self.num[:, a:b], n)
+            if self.k1 == 0:
+                log_den = self.log_p[:, a:b]
+            elif self.k1 == 1 or self.n_pairs == 0:
+                log_den = self._avg(self.den[:, a:b], n if self.k1 == 1 else 1)
+            else:
+                log_den = self._avg(self.pairs[:, a:b], self.n_pairs)
+            out[a:b] = (log_num - log_den).mean(0)
+        return out / d.log_base
 
 
 class VariationalCriterion(Criterion):
