@@ -63,6 +63,24 @@ def test_incremental_state_equals_direct_values():
                     assert abs(v - g_exact(model, S, target)) < 4 * e
 
 
+def test_candidate_blocks_change_nothing(monkeypatch):
+    from tensorprob.estimators import _cpd
+
+    model = random_model(4, (3, 4, 2, 3, 2, 4, 3), 3)
+    lw, lf = model._logs()
+    samples = model.sample(3000, random_state=1)
+    for target in (None, 6):
+        for est in ("mc", "rao_blackwell"):
+            info = CPDInformation(lw, lf, target=target, estimator=est, samples=samples)
+            info.add(2)
+            whole = info.evaluate([0, 1, 3, 4, 5])
+            with monkeypatch.context() as mp:  # one candidate per (T, block, F) temporary
+                mp.setattr(_cpd, "block_budget", lambda device: 1000)
+                blocked = info.evaluate([0, 1, 3, 4, 5])
+            for a, b in zip(whole, blocked):
+                torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
 def test_greedy_reaches_one_minus_one_over_e_of_optimum():
     for seed in range(4):
         model = random_model(10 + seed, (3, 2, 4, 3, 2, 3, 4), 4, conc=0.4)

@@ -124,7 +124,14 @@ def test_classic_criteria_match_plain_reference(method, seed):
 
 @pytest.mark.parametrize("dist", ["amd", "gmd"])
 @pytest.mark.parametrize("orders", [(0, 0), (1, 0), (1, 1), (2, 1)])
-def test_sample_mean_estimators_match_plain_reference(dist, orders):
+@pytest.mark.parametrize("blocks", ["default", "small"])
+def test_sample_mean_estimators_match_plain_reference(dist, orders, blocks, monkeypatch):
+    from tensorprob.counting import _tables
+    from tensorprob.selection import _pda
+
+    if blocks != "default":  # tables, lookups and scores in blocks of a few candidates
+        for mod in (_pda, _tables):
+            monkeypatch.setattr(mod, "block_budget", lambda device: 3000)
     X, y = random_data(3)
     k1, k2 = orders
     got = tp.select_features(X, y, 5, method="pda", distribution=dist, framework="mi", k1=k1, k2=k2)

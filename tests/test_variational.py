@@ -70,7 +70,14 @@ def greedy_vi(X, y, k, q, threshold=0.01):
 
 
 @pytest.mark.parametrize("q", ["naive", "gmd", "amd", "fid"])
-def test_vi_bounds_and_selection_match_plain_reference(q):
+@pytest.mark.parametrize("blocks", ["default", "one candidate per block"])
+def test_vi_bounds_and_selection_match_plain_reference(q, blocks, monkeypatch):
+    from tensorprob.counting import _tables
+    from tensorprob.estimators import _variational
+
+    if blocks != "default":  # every blocked pass (tables, lookups, bounds) in many small blocks
+        for mod in (_variational, _tables):
+            monkeypatch.setattr(mod, "block_budget", lambda device: 1000)
     X, y = random_data(8, M=150, N=7)
     want, scores = greedy_vi(X, y, 4, q)
     got = tp.PDA(k=4, distribution="gmd" if q == "naive" else q, framework="vi", k1=0 if q == "naive" else 1).fit(X, y)
@@ -142,9 +149,10 @@ def test_vmi_selects_first_layer_of_the_tree_model_first(q):
     assert sorted(sel.selected_.tolist()) == [0, 1, 2]
 
 
-def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underflow():
+def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underflow(monkeypatch):
     import torch
 
+    from tensorprob.estimators import _variational
     from tensorprob.estimators._variational import VariationalState
     from tensorprob.selection._greedy import SelectionData
 
@@ -159,6 +167,9 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
         own = torch.gather(lq, 2, data.y[:, None, None].expand(-1, 7, 1))[..., 0] - st.log_prior[data.y][:, None]
         direct = (own - torch.logsumexp(lq, 2)).mean(0)
         torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)
+        with monkeypatch.context() as mp:  # blocks of 41 rows x 1 candidate
+            mp.setattr(_variational, "block_budget", lambda device: 1000)
+            torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)
     # the exact fallback was exercised: some products underflowed to zero
     b = st.base + st.log_prior
     G = torch.exp(b - b.amax(1, keepdim=True)) @ torch.exp(st.log_p_class).T

@@ -20,7 +20,7 @@ from typing import NamedTuple, Sequence
 import torch
 
 from .._config import get_config
-from .._device import chunk_rows
+from .._device import block_budget, chunk_ranges, chunk_rows
 
 
 class Estimate(NamedTuple):
@@ -210,8 +210,12 @@ class CPDInformation:
         """
         if self.target is None and self.estimator == "rao_blackwell":
             # -H(softmax(L)) = sum_f e_f (L_f - m) / s - log s, with e = exp(L - m), s = sum e:
-            # no logarithm over the T x c x F entries, and L is reused in place
-            L.sub_(L.amax(dim=-1, keepdim=True)).clamp_min_(torch.finfo(L.dtype).min)  # -inf -> finite: 0 * x = 0
+            # no logarithm over the T x c x F entries, and L is reused in place. Shifted entries
+            # are clamped where exp is still a normal number (-inf and subnormal results take the
+            # vector exp's slow path, 3-10x per entry): their weight, below 1e-300 against s >= 1,
+            # is lost to rounding anyway.
+            floor = math.log(torch.finfo(L.dtype).tiny) + 10.0
+            L.sub_(L.amax(dim=-1, keepdim=True)).clamp_min_(floor)
             E = torch.exp(L)
             s = E.sum(-1)
             return (E.mul_(L)).sum(-1) / s - torch.log(s)  # the constant H(Z) is added later
@@ -282,11 +286,10 @@ class CPDInformation:
                 vals[a:a + step] = self._exact(c, self.h_given_z[self.selected].sum() + self.h_given_z[c])
             return vals, torch.zeros_like(vals)
         T, F = self.base.shape
-        per_cand = T * F * self.base.element_size() * 6
-        step = max(1, get_config()["memory_budget"] // per_cand)
         means, ses = [], []
-        for a in range(0, cands.numel(), step):
-            c = cands[a:a + step]
+        # each (T, block, F) temporary within the block budget: cache-sized on the CPU
+        for a, b in chunk_ranges(cands.numel(), T * F * self.base.element_size(), block_budget(self.base.device)):
+            c = cands[a:b]
             idx = self.offsets[c][None, :] + self.samples[:, c]  # (T, c)
             L = self.log_flat[idx].add_(self.base[:, None, :])  # (T, c, F)
             terms = self._mc_terms(L).to(torch.float64)

@@ -157,18 +157,26 @@ class VariationalState:
         E = torch.exp(b - mx)  # (M, C)
         own_base = self.base.gather(1, d.y[:, None]) - mx  # (M, 1)
         tiny = torch.finfo(d.dtype).tiny
-        out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
-        for a, c in chunk_ranges(self.N, self.M * self.I * E.element_size(), block_budget(E.device)):
-            G = E @ self._p_class[a * self.I:c * self.I].T  # (M, (c - a) * I)
-            rows = self.idx0[:, a:c]
-            lse = torch.gather(G, 1, rows - a * self.I)  # (M, c - a)
-            bad = lse <= tiny * 1e3
-            lse = lse.clamp_min_(tiny).log_()
-            if bool(bad.any()):  # exact log-sum-exp where the product lost the scale
-                m, i = torch.nonzero(bad, as_tuple=True)
-                lse[m, i] = torch.logsumexp(b[m] + self.log_p_class[rows[m, i]], dim=1) - mx[m, 0]
-            own = self.log_p_class[rows, d.y[:, None]].add_(own_base)
-            out[a:c] = own.sub_(lse).mean(0)
+        out = torch.zeros(self.N, dtype=d.dtype, device=d.codes.device)
+        # blocks of (rows, candidates): the product stays a reasonably wide matrix product and
+        # its (rows, candidates * I) result stays within the block budget
+        budget, item = block_budget(E.device), E.element_size()
+        width = max(1, min(self.N, budget // (min(self.M, 4096) * self.I * item)))
+        for a in range(0, self.N, width):
+            c = min(self.N, a + width)
+            P = self._p_class[a * self.I:c * self.I].T  # (C, (c - a) * I)
+            for r0, r1 in chunk_ranges(self.M, (c - a) * self.I * item, budget):
+                rows = self.idx0[r0:r1, a:c]
+                lse = torch.gather(E[r0:r1] @ P, 1, rows - a * self.I)  # (rows, c - a)
+                bad = lse <= tiny * 1e3
+                lse = lse.clamp_min_(tiny).log_()
+                if bool(bad.any()):  # exact log-sum-exp where the product lost the scale
+                    m, i = torch.nonzero(bad, as_tuple=True)
+                    m0 = m + r0
+                    lse[m, i] = torch.logsumexp(b[m0] + self.log_p_class[rows[m, i]], dim=1) - mx[m0, 0]
+                own = self.log_p_class[rows, d.y[r0:r1, None]].add_(own_base[r0:r1])
+                out[a:c] += own.sub_(lse).sum(0)
+        out /= self.M
         return out / d.log_base
 
     def bounds(self) -> torch.Tensor:
