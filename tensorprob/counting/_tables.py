@@ -18,6 +18,11 @@ from .._device import block_budget, chunk_ranges
 _TINY = 1e-300
 
 
+def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
+    """No missing (-1) entry in ``codes`` and none flagged in ``ab_ok`` (a min is cheaper than a mask)."""
+    return bool(ab_ok.all()) and (codes.numel() == 0 or int(codes.min()) >= 0)
+
+
 def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, card_a: int = 1,
                 b: torch.Tensor | None = None, card_b: int = 1, weights: torch.Tensor | None = None,
                 dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -48,9 +53,10 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     ab = a.clamp_min(0) * card_b + b.clamp_min(0)  # (M,)
     per = card * card_a * card_b
     blocks = list(chunk_ranges(n, 4 * max(1, M), block_budget(dev)))
-    itype = torch.int32 if (max(b - a for a, b in blocks) * per + 1) < 2**31 else torch.int64
+    widest = max((e - s for s, e in blocks), default=0)
+    itype = torch.int32 if widest * per + 1 < 2**31 else torch.int64
     ab = ab.to(itype)
-    complete = bool(ab_ok.all()) and int(codes.min()) >= 0
+    complete = _complete(codes, ab_ok)
     w = None if weights is None else weights.to(dtype)
     out = torch.empty(n, per, dtype=dtype, device=dev)
     for s, e in blocks:
@@ -150,12 +156,13 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     a_ = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
     b_ = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
     ab_ok = (a_ >= 0) & (b_ >= 0)
-    complete = bool(ab_ok.all()) and int(codes.min()) >= 0
-    # flat position of (candidate i, x, a[, b]): i * I*A*B + x * A*B + a * B + b (rows of B with over_b)
-    width = B if over_b else 1
-    stride = A * B // width
+    complete = _complete(codes, ab_ok)
+    if over_b:  # rows of B values at (i * I + x) * A + a
+        width, stride, off = B, A, a_.clamp_min(0)
+    else:  # single values at ((i * I + x) * A + a) * B + b
+        width, stride, off = 1, A * B, a_.clamp_min(0) * B + b_.clamp_min(0)
     itype = torch.int32 if n * I * stride < 2**31 else torch.int64
-    off = (a_.clamp_min(0) * B + (0 if over_b else b_.clamp_min(0))).div(width, rounding_mode="floor").to(itype)
+    off = off.to(itype)
     flat = P.reshape(-1, width)
     out = torch.empty((M, n, B) if over_b else (M, n), dtype=P.dtype, device=dev)
     for s, e in chunk_ranges(n, M * max(4, width * P.element_size()), block_budget(dev)):
