@@ -128,7 +128,7 @@ class VariationalState:
     def _entries(self, i: torch.Tensor, m: torch.Tensor, shift_t: torch.Tensor) -> torch.Tensor:
         """Exact log q(x | c) + shift of the extended chains at (candidate i, sample m) pairs: (C, len)."""
         n = len(self.chain)
-        if self.q == "fid" or n == 0:
+        if self.q in ("fid", "naive") or n == 0:
             t = self._lpc_t[:, i, self._codes_t[i, m]] + shift_t[:, m]
             return t + self.acc[:, i, m] if (n and self.q == "fid") else t
         if self.q == "gmd":
