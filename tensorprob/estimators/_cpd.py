@@ -20,7 +20,7 @@ from typing import NamedTuple, Sequence
 import torch
 
 from .._config import get_config
-from .._device import block_budget, chunk_ranges, chunk_rows
+from .._device import block_budget, chunk_ranges, chunk_rows, exp_floor
 
 
 class Estimate(NamedTuple):
@@ -211,11 +211,9 @@ class CPDInformation:
         if self.target is None and self.estimator == "rao_blackwell":
             # -H(softmax(L)) = sum_f e_f (L_f - m) / s - log s, with e = exp(L - m), s = sum e:
             # no logarithm over the T x c x F entries, and L is reused in place. Shifted entries
-            # are clamped where exp is still a normal number (-inf and subnormal results take the
-            # vector exp's slow path, 3-10x per entry): their weight, below 1e-300 against s >= 1,
-            # is lost to rounding anyway.
-            floor = math.log(torch.finfo(L.dtype).tiny) + 10.0
-            L.sub_(L.amax(dim=-1, keepdim=True)).clamp_min_(floor)
+            # are clamped at ``exp_floor``: their weight, far below eps against s >= 1, is lost to
+            # rounding anyway.
+            L.sub_(L.amax(dim=-1, keepdim=True)).clamp_min_(exp_floor(L.dtype))
             E = torch.exp(L)
             s = E.sum(-1)
             return (E.mul_(L)).sum(-1) / s - torch.log(s)  # the constant H(Z) is added later

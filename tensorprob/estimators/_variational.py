@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from .._device import block_budget, chunk_ranges
+from .._device import block_budget, chunk_ranges, exp_floor
 from ..counting import joint_table
 
 _Q = ("naive", "gmd", "amd", "fid")
@@ -195,31 +195,31 @@ class VariationalState:
         out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
         b_t = (self.base + self.log_prior).T  # (C, M)
         shift_t = (b_t - b_t.amax(0, keepdim=True)).contiguous()  # <= 0, 0 at each sample's best class
-        own_shift = shift_t.gather(0, d.y[None, :])[0] - self.log_prior[d.y]  # (M,)
+        prior_y = self.log_prior[d.y]  # (M,)
         y_idx = d.y[None, None, :]
-        # exp of -inf (a class the candidate rules out) and of subnormal results takes the slow
-        # path of the vector exp (3-10x per entry on x86): terms are clamped at ``floor``, whose
-        # exp is a normal number, and sums below ``thr`` (where the clamp could matter at more
-        # than e^-40 relative) are recomputed exactly.
-        floor = math.log(torch.finfo(d.dtype).tiny) + 10.0
+        # terms are clamped at ``exp_floor`` (-inf marks a class the candidate rules out) and sums
+        # below ``thr``, where the clamp could matter at more than e^-40 relative, are recomputed
+        # exactly
+        floor = exp_floor(d.dtype)
         thr = math.exp(floor + 40.0)
-        if self.q == "amd":
+        if self.q == "amd":  # the block holds q itself: the shift enters as weights
             w = torch.exp(shift_t)[:, None, :]
+            shift_y = shift_t.gather(0, d.y[None, :])  # (1, M)
         for a, b in self._blocks():
             if self.q == "amd":
                 blk = self.acc[:, a:b]
-                own = _log(blk.gather(0, y_idx.expand(1, b - a, -1))[0] / n)
+                own = _log(blk.gather(0, y_idx.expand(1, b - a, -1))[0] / n).add_(shift_y)
                 s = torch.mul(blk, w).sum(0).div_(n)  # (c, M)
             else:
                 t = self._terms(a, b, shift_t)  # (C, c, M)
-                own = t.gather(0, y_idx.expand(1, b - a, -1))[0] - shift_t.gather(0, d.y[None, :])
+                own = t.gather(0, y_idx.expand(1, b - a, -1))[0]  # log q(x | y) + shift[y]
                 s = t.clamp_min_(floor).exp_().sum(0)
             lse = torch.log(s)
             bad = s <= thr
             if bool(bad.any()):  # exact log-sum-exp where every class underflowed
                 ci, m = torch.nonzero(bad, as_tuple=True)
                 lse[ci, m] = torch.logsumexp(self._entries(ci + a, m, shift_t), dim=0)
-            out[a:b] = (own + own_shift[None, :] - lse).mean(1)
+            out[a:b] = (own - prior_y[None, :] - lse).mean(1)
         return out / d.log_base
 
     def add(self, j: int) -> None:
