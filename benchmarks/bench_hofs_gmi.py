@@ -2,20 +2,46 @@
 
 HOFS k=30 on splice, optdigits and the MNIST-5k subset; GMI on MNIST-5k after PCA to 30
 components (435 pairs) for n = 100, 300, 500, 2000 training samples (paper 003, Table 1),
-and the batched Prim MST against a loop over scipy's minimum_spanning_tree in the same run.
-Prints markdown tables and writes CSV under benchmarks/results/. ``--quick``: smaller sizes.
+and the batched Prim MST against a loop over scipy's minimum_spanning_tree in the same run,
+on every device of --devices (default: CPU, plus CUDA when available).
+
+The full scipy loop (a CPU program; 6 minutes for n = 2000 on a small machine) runs once per
+size, beside the CPU rows (beside the first device when the CPU is not measured); other
+devices' batched MSTs are checked against scipy on --mst-check trees, and --no-peers skips
+the full loop everywhere (the check on --mst-check trees stays).
+
+    python benchmarks/bench_hofs_gmi.py [--quick]
+    python benchmarks/bench_hofs_gmi.py --devices cuda --no-peers --tag cuda   # -> hofs_gmi_cuda.csv
+
+Prints markdown tables and writes benchmarks/results/hofs_gmi[_quick][_TAG].csv. ``--quick``: smaller sizes.
 """
 import argparse
-import csv
-import datetime
 import os
-import platform
+import sys
 import time
 
 import numpy as np
 import torch
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import cdist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    sync,
+    timed,
+    warm_up,
+    write_csv,
+)
 
 from tensorprob import GMI, HOFS
 from tensorprob.datasets import load_keel, load_mnist_subset
@@ -33,28 +59,60 @@ def numeric(X):
     return np.asarray(X, dtype=float)
 
 
-def devices():
-    out = ["cpu"]
-    if torch.cuda.is_available():
-        out.append("cuda")
-    return out
+def scipy_mst_totals(P: np.ndarray) -> np.ndarray:
+    """Total MST weight of every point set P[b] by scipy (the +1 shift keeps zero distances as edges)."""
+    tot = []
+    for b in range(P.shape[0]):
+        D = cdist(P[b], P[b]) + 1.0
+        np.fill_diagonal(D, 0.0)
+        tot.append(minimum_spanning_tree(D).sum() - (P.shape[1] - 1))
+    return np.asarray(tot)
 
 
-def sync(dev):
-    if dev == "cuda":
-        torch.cuda.synchronize()
+def mst_points(X, y, sel, dev):
+    """The 435 (pair of PCA components) point sets of GMI, original half stacked on the permuted half."""
+    Z = torch.as_tensor((X - sel.mean_) / sel.scale_ @ sel.components_.T, device=dev)
+    Z = Z / Z.std(0)
+    g = torch.Generator(device=dev).manual_seed(0)
+    Xo, Xp, *_ = _split_and_permute(Z, torch.as_tensor(np.unique(y, return_inverse=True)[1], device=dev), g)
+    pairs = torch.triu_indices(Z.shape[1], Z.shape[1], offset=1, device=dev).T
+    return torch.cat([Xo[:, pairs].permute(1, 0, 2), Xp[:, pairs].permute(1, 0, 2)], 1)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def warm(dev):
+    """Tiny HOFS, GMI and batched MST runs on ``dev`` (CUDA context and kernel loading out of the timings)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 12)), rng.integers(0, 3, 200)
+    HOFS(k=3, random_state=0, device=dev).fit(X, y)
+    sel = GMI(k=3, n_components=6, random_state=0, device=dev).fit(X, y)
+    batched_mst(mst_points(X, y, sel, dev))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (default 1: on a small shared machine more threads oversubscribe)")
-    args = ap.parse_args()
+                    help="torch CPU threads (default 1: on a small shared machine more threads oversubscribe; "
+                         "0: torch's default)")
+    ap.add_argument("--mst-check", type=int, default=20,
+                    help="trees checked against scipy where the full scipy loop does not run")
+    add_common_args(ap, repeats_help="timed runs per row, median reported (default: 1 on CPU; on CUDA 3 when "
+                                     "the first run is under 2 s); the scipy loop always runs once")
+    args = ap.parse_args(argv)
+    devices = devices_or_exit(ap, args.devices)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    rows = []
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    commit = git_state(__file__)
+    path = out_path(args.out_dir, "hofs_gmi_quick" if args.quick else "hofs_gmi", args.tag)
+    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}; full scipy MST loop: "
+          f"{'no (--no-peers)' if args.no_peers else 'yes'}", flush=True)
+    warm_up(devices, warm)
+    rows: list[dict] = []
+    failed: list[str] = []
+
+    def save():
+        write_csv(path, annotate([dict(r, quick=args.quick) for r in rows], commit))
+
     # ---------------- HOFS
     k = 10 if args.quick else 30
     data = []
@@ -63,65 +121,66 @@ def main():
         data.append((name, numeric(X), np.asarray(y)))
     Xm, ym = load_mnist_subset()
     data.append(("mnist-5k", Xm[:1000] if args.quick else Xm, ym[:1000] if args.quick else ym))
-    print(f"\n### HOFS, k={k}\n\n| dataset | samples | features | device | seconds |\n|---|---|---|---|---|")
+    print(f"\n### HOFS, k={k}\n\n| dataset | samples | features | device | seconds | timing |\n"
+          "|---|---|---|---|---|---|", flush=True)
+
+    def hofs(name, X, y, dev):
+        s, _, label = timed(lambda: HOFS(k=k, random_state=0, device=dev).fit(X, y), dev, args.repeats)
+        print(f"| {name} | {X.shape[0]} | {X.shape[1]} | {dev} | {s:.2f} | {label} |", flush=True)
+        rows.append({"bench": "hofs", "dataset": name, "n": X.shape[0], "d": X.shape[1], "device": dev, "seconds": s,
+                     "k": k, "timing": label})
+
     for name, X, y in data:
-        for dev in devices():
-            t = time.perf_counter()
-            HOFS(k=k, random_state=0, device=dev).fit(X, y)
-            sync(dev)
-            s = time.perf_counter() - t
-            print(f"| {name} | {X.shape[0]} | {X.shape[1]} | {dev} | {s:.2f} |")
-            rows.append({"bench": "hofs", "dataset": name, "n": X.shape[0], "d": X.shape[1], "device": dev, "seconds": s, "k": k})
+        for dev in devices:
+            guarded("hofs", lambda name=name, X=X, y=y, dev=dev: hofs(name, X, y, dev), rows, failed, bench="hofs",
+                    dataset=name, device=dev)
+            save()
     # ---------------- GMI on MNIST PCA-30
     sizes = (100, 300, 500) if args.quick else (100, 300, 500, 2000)
+    full_loop_dev = None if args.no_peers else ("cpu" if "cpu" in devices else devices[0])
     print("\n### GMI on MNIST-5k, PCA to 30 components (435 pairs)\n")
-    print("| n train | device | GMI fit s | batched MST s (435 trees) | scipy loop s | same total weight |")
-    print("|---|---|---|---|---|---|")
+    print("| n train | device | GMI fit s | batched MST s (435 trees) | scipy loop s | trees checked "
+          "| same total weight |")
+    print("|---|---|---|---|---|---|---|", flush=True)
     rng = np.random.default_rng(0)
+
+    def gmi(n, X, y, dev):
+        t_fit, sel, label = timed(lambda: GMI(k=10, n_components=30, random_state=0, device=dev).fit(X, y), dev,
+                                  args.repeats)
+        # the same 435 point sets, MST alone: batched Prim vs a loop over scipy
+        pts = mst_points(X, y, sel, dev)
+        sync(dev)
+        t_b, (_, w), label_b = timed(lambda: batched_mst(pts), dev, args.repeats)
+        P = pts.cpu().numpy()
+        totals = w.sum(1).cpu().numpy()
+        if dev == full_loop_dev:
+            with_loop = True
+            t = time.perf_counter()
+            tot = scipy_mst_totals(P)
+            t_s = time.perf_counter() - t
+        else:
+            with_loop = False
+            idx = np.linspace(0, P.shape[0] - 1, min(args.mst_check, P.shape[0])).round().astype(int)
+            tot, t_s, P, totals = scipy_mst_totals(P[idx]), float("nan"), P[idx], totals[idx]
+        same = bool(np.allclose(tot, totals, atol=1e-6 if w.dtype == torch.float64 else 1e-3 * max(1.0, totals.max())))
+        print(f"| {n} | {dev} | {t_fit:.2f} | {t_b:.2f} | {t_s:.2f} | {P.shape[0]} | {same} |", flush=True)
+        rows.append({"bench": "gmi", "dataset": "mnist-5k-pca30", "n": n, "d": 30, "device": dev, "seconds": t_fit,
+                     "timing": label, "mst_batched": t_b, "mst_batched_timing": label_b, "mst_scipy_loop": t_s,
+                     "mst_trees_checked": P.shape[0], "mst_same_total_weight": same, "mst_dtype": str(w.dtype)[6:],
+                     "k": 10, "note": "" if with_loop else "scipy loop not run here"})
+
     for n in sizes:
         idx = rng.choice(Xm.shape[0], n, replace=False)
         X, y = Xm[idx], ym[idx]
-        for dev in devices():
-            t = time.perf_counter()
-            sel = GMI(k=10, n_components=30, random_state=0, device=dev).fit(X, y)
-            sync(dev)
-            t_fit = time.perf_counter() - t
-            # the same 435 point sets, MST alone: batched Prim vs a loop over scipy
-            Z = torch.as_tensor((X - sel.mean_) / sel.scale_ @ sel.components_.T, device=dev)
-            Z = Z / Z.std(0)
-            g = torch.Generator(device=dev).manual_seed(0)
-            Xo, Xp, *_ = _split_and_permute(Z, torch.as_tensor(np.unique(y, return_inverse=True)[1], device=dev), g)
-            pairs = torch.triu_indices(30, 30, offset=1, device=dev).T
-            pts = torch.cat([Xo[:, pairs].permute(1, 0, 2), Xp[:, pairs].permute(1, 0, 2)], 1)
-            t = time.perf_counter()
-            _, w = batched_mst(pts)
-            sync(dev)
-            t_b = time.perf_counter() - t
-            P = pts.cpu().numpy()
-            t = time.perf_counter()
-            tot = []
-            for b in range(P.shape[0]):
-                D = cdist(P[b], P[b]) + 1.0
-                np.fill_diagonal(D, 0.0)
-                tot.append(minimum_spanning_tree(D).sum() - (P.shape[1] - 1))
-            t_s = time.perf_counter() - t
-            same = np.allclose(np.asarray(tot), w.sum(1).cpu().numpy(), atol=1e-6)
-            print(f"| {n} | {dev} | {t_fit:.2f} | {t_b:.2f} | {t_s:.2f} | {same} |")
-            rows.append({"bench": "gmi", "dataset": "mnist-5k-pca30", "n": n, "d": 30, "device": dev, "seconds": t_fit,
-                         "mst_batched": t_b, "mst_scipy_loop": t_s, "k": 10})
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results", "hofs_gmi.csv")
-    keys = ["bench", "dataset", "n", "d", "device", "seconds", "mst_batched", "mst_scipy_loop", "k"]
-    new = not os.path.exists(path)
-    with open(path, "a", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=keys + ["date", "machine", "torch", "quick", "threads"])
-        if new:
-            wr.writeheader()
-        for r in rows:
-            wr.writerow({**{k_: r.get(k_, "") for k_ in keys}, "date": stamp, "machine": platform.processor() or platform.machine(),
-                         "torch": torch.__version__, "quick": args.quick,
-                         "threads": torch.get_num_threads()})
+        for dev in devices:
+            guarded("gmi", lambda n=n, X=X, y=y, dev=dev: gmi(n, X, y, dev), rows, failed, bench="gmi", n=n, device=dev)
+            save()
+    if len(devices) > 1:
+        print("\n" + markdown(pivot(rows, ["bench", "dataset", "n"], "seconds", devices),
+                              ["bench", "dataset", "n"] + [f"{d} s" for d in devices]))
+    save()
     print(f"\nwrote {path}")
+    finish(failed)
 
 
 if __name__ == "__main__":

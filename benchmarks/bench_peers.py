@@ -1,12 +1,16 @@
 """Peer benchmark: tensorprob's selectors against the PyPI peers, same process, same codes.
 
     python benchmarks/bench_peers.py [--quick] [--timeout 60] [--datasets wine,chess,...] [--cp-apr-iters 200]
+    python benchmarks/bench_peers.py --devices cuda --no-peers --tag cuda   # tensorprob CUDA rows only
 
 Every dataset is discretized once (5 equal-width bins, ``tensorprob.encode``) and the same
-integer codes go to tensorprob (CPU) and to each peer: skfeature-chappers, ITMO_FS and
-mrmr_selection (each peer run in a forked subprocess with a time limit). For every pair the
-table gives both times and the agreement of the two ordered selections: the common prefix
-(how many first picks are identical) and the overlap |A & B| / k of the sets.
+integer codes go to tensorprob (on every device of --devices: CPU, plus CUDA when present)
+and to each peer: skfeature-chappers, ITMO_FS and mrmr_selection (each peer run on the CPU
+in a forked subprocess with a time limit; --no-peers skips them, a peer that is not
+installed gives a "skipped" row). For every pair the table gives both times (tensorprob on
+the CPU) and the agreement of the two ordered selections: the common prefix (how many first
+picks are identical) and the overlap |A & B| / k of the sets. A second table gives
+tensorprob's seconds per device.
 
 The peers' definitions, read from their source, decide which tensorprob criterion a peer
 is compared with, and the ``same definition`` column says whether the comparison is exact:
@@ -29,18 +33,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import call_with_timeout, machine, markdown, write_csv  # noqa: E402
+from _common import (
+    add_common_args,
+    annotate,
+    call_with_timeout,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    is_cuda,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    timed,
+    warm_up,
+    write_csv,
+)
 
-import tensorprob as tp  # noqa: E402
+import tensorprob as tp
 
 warnings.simplefilter("ignore")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 # (peer library, peer method, tensorprob method, tensorprob options, definition note; "" = same definition)
 PAIRS = [
@@ -120,36 +138,66 @@ def available(library: str) -> bool:
     return True
 
 
-def selector_rows(names, k_max, timeout, libraries):
-    rows = []
+def tp_label(method, opts):
+    return method.upper() + (f"(beta={opts['beta']})" if "beta" in opts else "")
+
+
+def warm(device):
+    """Every tensorprob criterion of PAIRS once on tiny data (CUDA context and kernels out of the timings)."""
+    s = tp.datasets.make_latent_class(300, [5] * 20 + [3], 3, random_state=0)
+    for _, _, method, opts, _ in PAIRS:
+        tp.select_features(s.X[:, :20], s.X[:, 20], 5, method=method, device=device, **opts)
+
+
+def selector_rows(names, k_max, timeout, libraries, devices=("cpu",), repeats=None, peers=True, out=None,
+                  ours_out=None):
+    """Peer rows (appended to ``out``) and tensorprob rows per device (appended to ``ours_out``).
+
+    ``libraries``: the installed peers; with ``peers`` a missing one gives "skipped" rows.
+    Tensorprob timing: CPU best of 3 on small data (else one run), CUDA median of 3 when a run is under
+    2 s; an explicit ``repeats`` gives the median of that many everywhere.
+    """
+    rows = [] if out is None else out
+    tp_rows = [] if ours_out is None else ours_out
     for name in names:
-        X, y, meta = load(name)
+        X, y, _ = load(name)
         k = min(k_max, X.shape[1])
+        data = f"{name} ({X.shape[0]}x{X.shape[1]})"
         ours = {}
-        for _, _, method, opts, _ in PAIRS:
-            key = (method, tuple(sorted(opts.items())))
-            if key in ours:
-                continue
-            best, sel = float("inf"), None
-            for _ in range(3 if X.size < 10**6 else 1):  # best of 3 on small data (first run pays one-off costs)
-                t0 = time.perf_counter()
-                sel = tp.select_features(X, y, k, method=method, device="cpu", **opts).selected_.tolist()
-                best = min(best, time.perf_counter() - t0)
-            ours[key] = (best, sel)
-        for library, pmethod, method, opts, differs in PAIRS:
+        for dev in devices:
+            for _, _, method, opts, _ in PAIRS:
+                key = (method, tuple(sorted(opts.items())), dev)
+                if key in ours:
+                    continue
+
+                def run(X=X, y=y, k=k, method=method, dev=dev, opts=opts):
+                    return tp.select_features(X, y, k, method=method, device=dev, **opts).selected_.tolist()
+
+                if repeats is None and not is_cuda(dev):
+                    secs, sel, timing = timed(run, dev, 3 if X.size < 10**6 else 1, reduce="min")
+                else:
+                    secs, sel, timing = timed(run, dev, repeats)
+                ours[key] = (secs, sel)
+                tp_rows.append({"section": "tensorprob", "data": data, "k": k, "tensorprob": tp_label(method, opts),
+                                "device": dev, "tensorprob s": secs, "timing": timing,
+                                "first picks": " ".join(map(str, sel[:5]))})
+        ref_dev = "cpu" if "cpu" in devices else devices[0]
+        for library, pmethod, method, opts, differs in PAIRS if peers else []:
+            secs_tp, sel_tp = ours[(method, tuple(sorted(opts.items())), ref_dev)]
+            label = tp_label(method, opts)
+            row = {"section": "peers", "data": data, "k": k, "peer": f"{library} {pmethod}",
+                   "tensorprob": label, "same definition": "no: " + differs if differs else "yes", "device": "cpu",
+                   "tensorprob s": secs_tp if ref_dev == "cpu" else float("nan")}
             if library not in libraries:
+                row.update({"peer s": float("nan"), "note": f"skipped: {library} not installed"})
+                rows.append(row)
                 continue
-            secs_tp, sel_tp = ours[(method, tuple(sorted(opts.items())))]
-            label = method.upper() + (f"(beta={opts['beta']})" if "beta" in opts else "")
-            row = {"data": f"{name} ({X.shape[0]}x{X.shape[1]})", "k": k, "peer": f"{library} {pmethod}",
-                   "tensorprob": label, "same definition": "no: " + differs if differs else "yes",
-                   "tensorprob s": secs_tp}
             status, value, secs = call_with_timeout(peer_select, (library, pmethod, X, y, k), timeout)
             if status != "ok":
                 row.update({"peer s": float("nan"), "note": value})
             else:
                 prefix, overlap = agreement(sel_tp, value)
-                row.update({"peer s": secs, "speedup": secs / secs_tp, "common prefix": f"{prefix}/{k}",
+                row.update({"peer s": secs, "speedup": secs / row["tensorprob s"], "common prefix": f"{prefix}/{k}",
                             "overlap": overlap})
             rows.append(row)
             print(f"  {row['data']:<24} {row['peer']:<28} vs {label:<16} {row.get('common prefix', row.get('note'))}",
@@ -157,12 +205,12 @@ def selector_rows(names, k_max, timeout, libraries):
     return rows
 
 
-def cpd_rows(maxiters: int):
+def cpd_rows(maxiters: int, devices=("cpu",), peers=True, repeats=None, cp_apr_ref=(None, None)):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_cpd import chess_vs_cp_apr
 
     rows = []
-    chess_vs_cp_apr(10, rows, maxiters)
+    chess_vs_cp_apr(10, rows, maxiters, devices=devices, peers=peers, repeats=repeats, cp_apr_ref=cp_apr_ref)
     return rows
 
 
@@ -172,9 +220,16 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a peer may take per run")
     ap.add_argument("--datasets", help="comma-separated dataset names (tensorprob.datasets.load_dataset)")
     ap.add_argument("--k", type=int, default=50)
-    ap.add_argument("--cp-apr-iters", type=int, default=200, help="cp_apr outer iterations on chess (0: skip)")
+    ap.add_argument("--cp-apr-iters", type=int, default=200,
+                    help="cp_apr outer iterations on chess (0: skip the chess CPD section)")
+    ap.add_argument("--cp-apr-loglik", type=float, default=None,
+                    help="chess cp_apr log-likelihood from an earlier CPU run (used when cp_apr is not run here)")
+    ap.add_argument("--cp-apr-seconds", type=float, default=None, help="chess cp_apr seconds from that run")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    add_common_args(ap, repeats_help="timed runs per tensorprob selection, median reported (default: CPU best of 3 "
+                                     "on small data, else 1 run; CUDA median of 3 when a run is under 2 s)")
     args = ap.parse_args(argv)
+    devices = devices_or_exit(ap, args.devices)
     if args.threads:
         import torch
 
@@ -183,23 +238,47 @@ def main(argv=None):
              ["wine", "breast_cancer"] if args.quick else
              ["wine", "breast_cancer", "ionosphere", "splice", "chess", "optdigits", "mnist"])
     k = 10 if args.quick else args.k
-    libraries = [lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if available(lib)]
-    print(f"machine: {machine()}\npeers installed: {', '.join(libraries) or 'none'}\n")
-    rows = selector_rows(names, k, args.timeout, libraries)
+    peers = not args.no_peers
+    libraries = [lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if peers and available(lib)]
+    commit = git_state(__file__)
+    base = "peers_quick" if args.quick else "peers"
+    path = out_path(args.out_dir, base, args.tag)
+    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}\n"
+          f"peers installed: {'not run (--no-peers)' if not peers else ', '.join(libraries) or 'none'}\n", flush=True)
+    warm_up(devices, warm)
+    rows: list[dict] = []
+    tp_rows: list[dict] = []
+    cpd: list[dict] = []
+    failed: list[str] = []
+
+    def save():
+        write_csv(path, annotate(rows + tp_rows + cpd, commit))
+
+    guarded("selectors", lambda: selector_rows(names, k, args.timeout, libraries, devices, args.repeats, peers,
+                                               rows, tp_rows), tp_rows, failed)
+    save()
     cols = ["data", "k", "peer", "tensorprob", "same definition", "common prefix", "overlap", "tensorprob s",
             "peer s", "speedup", "note"]
-    table = markdown(rows, cols)
+    table = markdown(rows, cols) if peers else "(peers not run: --no-peers)"
     print("\n" + table)
-    cpd = cpd_rows(20 if args.quick else args.cp_apr_iters) if args.cp_apr_iters else []
-    cpd_cols = ["data", "method", "iterations", "s_total", "s_per_iter", "loglik", "s_to_cp_apr_loglik",
-                "speedup_vs_this", "note"]
+    tp_cols = ["data", "k", "tensorprob"] + [f"{d} s" for d in devices]
+    tp_table = markdown(pivot(tp_rows, ["data", "k", "tensorprob"], "tensorprob s", devices), tp_cols)
+    print("\ntensorprob seconds per device:\n\n" + tp_table)
+    if args.cp_apr_iters:
+        guarded("chess", lambda: cpd.extend(cpd_rows(20 if args.quick else args.cp_apr_iters, devices, peers,
+                                                     args.repeats, (args.cp_apr_loglik, args.cp_apr_seconds))),
+                cpd, failed)
+        save()
+    cpd_cols = ["data", "method", "device", "iterations", "s_total", "s_per_iter", "loglik", "s_to_cp_apr_loglik",
+                "speedup_vs_this", "timing", "note"]
     if cpd:
         print("\n" + markdown(cpd, cpd_cols))
-    if not args.quick:
-        write_csv(os.path.join(RESULTS, "peers.csv"), rows + cpd)
-        with open(os.path.join(RESULTS, "peers.md"), "w") as fh:
-            fh.write(f"machine: {machine()}\n\npeers: {', '.join(libraries)}; k = {k}; peer time limit "
-                     f"{args.timeout:g} s\n\n{table}\n\n" + (markdown(cpd, cpd_cols) + "\n" if cpd else ""))
+    with open(out_path(args.out_dir, base, args.tag, "md"), "w") as fh:
+        fh.write(f"machine: {machine()}\n\ncommit: {commit}\n\npeers: {', '.join(libraries) or 'none'}; k = {k}; "
+                 f"peer time limit {args.timeout:g} s\n\n{table}\n\ntensorprob seconds per device:\n\n{tp_table}\n\n"
+                 + (markdown(cpd, cpd_cols) + "\n" if cpd else ""))
+    print(f"\nwrote {path}")
+    finish(failed)
 
 
 if __name__ == "__main__":

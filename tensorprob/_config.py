@@ -17,6 +17,10 @@ _DEFAULTS: dict[str, Any] = {
     "max_categories": 64,
     # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations.
     "progress": False,
+    # What device="auto" means: "auto" (CUDA when available, else the CPU), or a device.
+    "device": "auto",
+    # What dtype=None means: None (float64 on the CPU, float32 on CUDA), "float32" or "float64".
+    "dtype": None,
 }
 _local = threading.local()
 
@@ -37,15 +41,39 @@ def get_config() -> dict[str, Any]:
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
         largest number of distinct values for which an integer column counts as codes),
         ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
-        silently off when tqdm is not installed).
+        silently off when tqdm is not installed), ``device`` (what ``device="auto"`` resolves
+        to: ``"auto"`` picks CUDA when available, or a fixed ``"cpu"`` / ``"cuda"`` /
+        ``"cuda:N"``) and ``dtype`` (what ``dtype=None`` resolves to: ``None`` gives float64 on
+        the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``).
     """
     return dict(_state())
 
 
+_UNSET: Any = object()
+
+
 def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
-               progress: bool | None = None) -> None:
-    """Set global configuration values (see :func:`get_config`)."""
+               progress: bool | None = None, device: Any = None, dtype: Any = _UNSET) -> None:
+    """Set global configuration values (see :func:`get_config`).
+
+    ``device`` and ``dtype`` set the defaults behind ``device="auto"`` and ``dtype=None``
+    everywhere (validated here, so a bad value fails at once); ``dtype=None`` restores the
+    per-device default.
+    """
     cfg = _state()
+    if device is not None:
+        from ._device import resolve_device
+
+        cfg["device"] = "auto" if isinstance(device, str) and device == "auto" else str(resolve_device(device))
+    if dtype is not _UNSET:
+        if dtype is None:
+            cfg["dtype"] = None
+        else:
+            import torch
+
+            from ._device import resolve_dtype
+
+            cfg["dtype"] = str(resolve_dtype(dtype, torch.device("cpu"))).replace("torch.", "")
     if progress is not None:
         cfg["progress"] = bool(progress)
     if memory_budget is not None:

@@ -2,7 +2,8 @@
 
 Every numeric path in tensorprob runs in torch on one ``device`` and ``dtype`` chosen
 here: ``device="auto"`` picks CUDA when it is available; the default dtype is float64 on
-the CPU and float32 on CUDA. Random choices take ``random_state`` (None, an int, a NumPy
+the CPU and float32 on CUDA (both defaults can be fixed with ``set_config(device=...,
+dtype=...)``). Random choices take ``random_state`` (None, an int, a NumPy
 ``Generator``/``RandomState`` or a ``torch.Generator``), turned into a ``torch.Generator``
 on the target device so that draws happen where the data lives.
 """
@@ -30,6 +31,9 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
         If CUDA is asked for and not available, or the string is not a device.
     """
     if device is None or (isinstance(device, str) and device == "auto"):
+        default = get_config()["device"]
+        if default != "auto":
+            return resolve_device(default)
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     if isinstance(device, torch.device):
         dev = device
@@ -54,8 +58,14 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
 
 
 def resolve_dtype(dtype: Union[str, torch.dtype, None], device: torch.device) -> torch.dtype:
-    """Default floating dtype for ``device`` (float64 on CPU, float32 on CUDA) unless given."""
+    """Default floating dtype for ``device`` (float64 on CPU, float32 on CUDA) unless given.
+
+    ``dtype=None`` takes the configured default (:func:`tensorprob.set_config`) when one is set.
+    """
     if dtype is None:
+        default = get_config()["dtype"]
+        if default is not None:
+            return resolve_dtype(default, device)
         return torch.float32 if device.type == "cuda" else torch.float64
     if isinstance(dtype, str):
         table = {"float32": torch.float32, "float64": torch.float64, "single": torch.float32, "double": torch.float64}

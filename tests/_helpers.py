@@ -2,6 +2,18 @@ import numpy as np
 import pytest
 import torch
 
+def tols(dtype, rtol=1e-7, atol=1e-10):
+    """Tolerances for results computed in ``dtype``: ``dict(rtol=..., atol=...)``.
+
+    ``rtol`` and ``atol`` are what a float64 result is held to (each call site keeps its own);
+    a coarser dtype gets ``2**8`` of its machine epsilon instead (float32: 3.1e-5), i.e. a few
+    hundred roundings of accumulated error. For float64, ``2**8 * eps`` (5.7e-14) is below
+    every floor used, so the float64 lane checks exactly what it checked before.
+    """
+    eps = torch.finfo(dtype).eps
+    return dict(rtol=max(rtol, 2**8 * eps), atol=max(atol, 2**8 * eps))
+
+
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 

@@ -7,8 +7,8 @@ from tensorprob.selection._api import _REGISTRY
 
 def _instance(name, cls):
     if name == "gsm-cpd":  # small, fast settings; the CPD needs a rank the checks' tiny data support
-        return cls(k=1, rank=2, n_samples=200, n_iter_max=20, device="cpu", random_state=0)
-    return cls(k=1, device="cpu")
+        return cls(k=1, rank=2, n_samples=200, n_iter_max=20, random_state=0)
+    return cls(k=1)
 
 
 ESTIMATORS = [_instance(n, c) for n, c in sorted(_REGISTRY.items())]

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 from scipy.stats import entropy
 
@@ -111,3 +112,18 @@ def test_blocked_tables_and_lookups_with_missing_entries_and_weights_equal_plain
             want = cnt[c, X[m, c], a[m], :] / np.maximum(cond, 1)
             np.testing.assert_allclose(pb[m, c], np.where(cond > 0, want, 0), rtol=1e-12)
             assert abs(p[m, c] - want[y[m]]) < 1e-12
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_both_histogram_paths_agree(weighted, dtype):
+    """The bincount path (CPU) and the atomic index_add path (CUDA: no host synchronization) agree."""
+    from tensorprob.counting._tables import _count
+
+    g = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, 50, (4000,), generator=g)
+    w = torch.rand(4000, generator=g, dtype=torch.float64).to(dtype) if weighted else None
+    a = _count(idx, 53, w, dtype, atomic=False).to(dtype)
+    b = _count(idx, 53, w, dtype, atomic=True)
+    assert b.dtype == dtype and b.shape == (53,)
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(b, a, rtol=64 * eps, atol=64 * eps * float(a.abs().max()))

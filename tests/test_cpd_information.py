@@ -144,3 +144,30 @@ def test_zero_probabilities_do_not_produce_nan():
         for c, v in zip([0, 1], vals.tolist()):
             exact = model.mutual_information([c]).value
             assert abs(v - exact) < 1e-10 if est == "exact" else abs(v - exact) < 0.05
+
+
+def test_stacked_draws_land_on_values_of_positive_mass(monkeypatch, device, dtype):
+    """Inverse-CDF draws of the stacked (GSM remodel) estimator at the extremes of ``torch.rand``:
+    u = 0 (1 in 2**24 float32 draws) must not pick a leading value of mass 0 (log 0 in every
+    component: an infinite or NaN term), nor u near 1 a padding value beyond the alphabet."""
+    from tensorprob.estimators._cpd import stacked_information
+
+    G, V, Imax, F = 2, 3, 4, 3
+    gen = torch.Generator().manual_seed(0)
+    log_f = torch.full((G, V, Imax, F), -math.inf, dtype=torch.float64)
+    for v, card in enumerate([3, 4, 2]):
+        A = torch.rand(G, card, F, generator=gen, dtype=torch.float64) + 0.1
+        if v < 2:
+            A[:, 0, :] = 0.0  # value 0 never occurs
+        log_f[:, v, :card] = torch.log(A / A.sum(1, keepdim=True))
+    log_w = torch.full((G, F), -math.log(F), dtype=torch.float64)
+    log_w, log_f = log_w.to(device, dtype), log_f.to(device, dtype)
+    real_rand = torch.rand
+    for u in (0.0, 1.0 - torch.finfo(dtype).eps / 2):
+        monkeypatch.setattr(torch, "rand", lambda *a, u=u, **k: torch.full(a, u, dtype=k["dtype"], device=k["device"]))
+        for est in ("mc", "rao_blackwell"):
+            for target, lf in ((None, log_f[:, :2]), (2, log_f)):
+                vals, se = stacked_information(log_w, lf, target=target, estimator=est, n_samples=50,
+                                               gen=torch.Generator(device=device).manual_seed(0))
+                assert torch.isfinite(vals).all() and torch.isfinite(se).all(), (u, est, target)
+        monkeypatch.setattr(torch, "rand", real_rand)

@@ -132,12 +132,19 @@ def test_mdl_discretize_is_supervised():
 
 
 # ---------------------------------------------------------------- device and config
-def test_device_and_dtype_resolution():
+def test_device_and_dtype_resolution(device, dtype):
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device(torch.device("cpu")).type == "cpu"
-    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert resolve_dtype(None, torch.device("cpu")) == torch.float64
-    assert resolve_dtype(None, torch.device("cuda")) == torch.float32
+    assert resolve_device("auto").type == device  # the lane's configured default
+    assert resolve_dtype(None, torch.device(device)) == dtype
+    with tp.config_context(device="auto", dtype=None):
+        assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+        assert resolve_dtype(None, torch.device("cpu")) == torch.float64
+        assert resolve_dtype(None, torch.device("cuda")) == torch.float32
+    with pytest.raises(ValueError, match="dtype must be"):
+        tp.set_config(dtype="float16")
+    with pytest.raises(ValueError, match="not supported"):
+        tp.set_config(device="meta")
     assert resolve_dtype("float32", torch.device("cpu")) == torch.float32
     with pytest.raises(ValueError, match="dtype must be"):
         resolve_dtype("float16", torch.device("cpu"))
@@ -169,9 +176,9 @@ def test_random_state_to_generator():
 
 def test_memory_budget_chunks_rows_without_changing_results():
     s = tp.datasets.make_latent_class(3000, [3, 4, 5, 2] * 3, 4, random_state=0)
-    a = tp.fit_cpd(s.X, rank=4, device="cpu", random_state=1, n_iter_max=6, tol=0)
+    a = tp.fit_cpd(s.X, rank=4, random_state=1, n_iter_max=6, tol=0)
     with tp.config_context(memory_budget=2**16):
-        b = tp.fit_cpd(s.X, rank=4, device="cpu", random_state=1, n_iter_max=6, tol=0)
+        b = tp.fit_cpd(s.X, rank=4, random_state=1, n_iter_max=6, tol=0)
     np.testing.assert_allclose(a.loglik_history_, b.loglik_history_, atol=1e-10)
     with pytest.raises(ValueError, match="memory_budget"):
         tp.set_config(memory_budget=10)

@@ -14,7 +14,7 @@ class RecordingSelector(BaseSelector):
 
     seen: list = []
 
-    def __init__(self, k=3, offset=0, discretizer="uniform", n_bins=5, device="cpu", dtype=None):
+    def __init__(self, k=3, offset=0, discretizer="uniform", n_bins=5, device="auto", dtype=None):
         self.k, self.offset, self.discretizer, self.n_bins, self.device, self.dtype = k, offset, discretizer, n_bins, \
             device, dtype
 

@@ -9,7 +9,7 @@ pairs (the M-step numerators).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -69,6 +69,17 @@ class Incidence:
     n_cols: int
     chunks: list
     flat: torch.Tensor
+    _flat_t: dict = field(default_factory=dict, repr=False)
+
+    def flat_t(self, start: int, stop: int) -> torch.Tensor:
+        """Rows ``start:stop`` of :attr:`flat` as variable-major int32 (N, rows), built once per range.
+
+        The layout the gather kernel of :func:`tensorprob.ops.incidence_matmul` reads.
+        """
+        key = (start, stop)
+        if key not in self._flat_t:
+            self._flat_t[key] = self.flat[start:stop].T.to(torch.int32).contiguous()
+        return self._flat_t[key]
 
     @classmethod
     def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,

@@ -7,7 +7,10 @@ budget. Entries with a missing (-1) value in any of the columns involved are dro
 that candidate (pairwise deletion), so each candidate's table may have its own total.
 
 Plug-in information quantities (natural logarithms; divide by ``log 2`` for bits) are
-computed from these tables for all candidates at once.
+computed from these tables for all candidates at once, always in float64: the tables are
+small (candidates x cells), and information values are differences of entropies whose
+float32 rounding (about 1e-7 of an entropy) would decide near-tied picks differently from
+float64. Counts themselves are exact in either dtype up to 2**24 per cell (float32).
 """
 from __future__ import annotations
 
@@ -15,7 +18,6 @@ import torch
 
 from .._device import block_budget, chunk_ranges
 
-_TINY = 1e-300
 
 
 def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
@@ -23,9 +25,24 @@ def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
     return bool(ab_ok.all()) and (codes.numel() == 0 or int(codes.min()) >= 0)
 
 
+def _count(idx: torch.Tensor, nbins: int, weights: torch.Tensor | None, dtype: torch.dtype,
+           atomic: bool | None = None) -> torch.Tensor:
+    """Histogram of ``idx`` (all in ``[0, nbins)``) over ``nbins`` bins, optionally weighted.
+
+    On the CPU ``torch.bincount`` (measured fastest there). On CUDA, bincount reads the
+    index's min and max back to the host (two synchronizations per call), so an atomic
+    ``index_add_`` into a zeroed table is used instead: it stays queued on the device.
+    ``atomic`` forces one path (None: by device).
+    """
+    if (idx.device.type == "cpu") if atomic is None else not atomic:
+        return torch.bincount(idx, weights=weights, minlength=nbins)
+    vals = torch.ones(1, dtype=dtype, device=idx.device).expand(idx.numel()) if weights is None else weights
+    return torch.zeros(nbins, dtype=dtype, device=idx.device).index_add_(0, idx, vals.to(dtype))
+
+
 def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, card_a: int = 1,
                 b: torch.Tensor | None = None, card_b: int = 1, weights: torch.Tensor | None = None,
-                dtype: torch.dtype = torch.float64) -> torch.Tensor:
+                dtype: torch.dtype = torch.float64, complete: bool | None = None) -> torch.Tensor:
     """Counts of (x_c, a, b) for every column c of ``codes``: tensor (n_cands, card, card_a, card_b).
 
     Parameters
@@ -37,6 +54,10 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         The other columns (a selected feature, the class, ...); None counts as constant 0.
     weights : (M,) tensor, optional
         Row weights (default 1).
+    complete : bool, optional
+        The caller knows that no entry of ``codes``, ``a`` or ``b`` is missing (or that some
+        are: False). None checks, which costs two device-to-host transfers on a GPU; callers
+        that count the same columns at every greedy step check once and pass the answer.
 
     Notes
     -----
@@ -56,7 +77,7 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     widest = max((e - s for s, e in blocks), default=0)
     itype = torch.int32 if widest * per + 1 < 2**31 else torch.int64
     ab = ab.to(itype)
-    complete = _complete(codes, ab_ok)
+    complete = _complete(codes, ab_ok) if complete is None else complete
     w = None if weights is None else weights.to(dtype)
     out = torch.empty(n, per, dtype=dtype, device=dev)
     for s, e in blocks:
@@ -67,11 +88,8 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         nbins = g * per
         if not complete:
             idx.masked_fill_((c < 0) | ~ab_ok[:, None], nbins)  # the discarded bin
-        if w is None:
-            counts = torch.bincount(idx.view(-1), minlength=nbins + 1)
-        else:
-            counts = torch.bincount(idx.view(-1), weights=w[:, None].expand(M, g).reshape(-1), minlength=nbins + 1)
-        out[s:s + g] = counts[:nbins].view(g, per)
+        vals = None if w is None else w[:, None].expand(M, g).reshape(-1)
+        out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype)[:nbins].view(g, per)
     return out.view(n, card, card_a, card_b)
 
 
@@ -83,10 +101,11 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     keep = {0, *dims}
     other = tuple(d for d in range(1, counts.ndim) if d not in keep)
     c = counts.sum(dim=other) if other else counts
-    c = c.reshape(c.shape[0], -1)
+    c = c.reshape(c.shape[0], -1).to(torch.float64)
+    tiny = torch.finfo(torch.float64).tiny
     tot = c.sum(1, keepdim=True)
-    p = c / tot.clamp_min(_TINY)
-    return -(p * torch.log(p.clamp_min(_TINY))).sum(1)
+    p = c / tot.clamp_min(tiny)
+    return -(p * torch.log(p.clamp_min(tiny))).sum(1)
 
 
 _ENTROPY_DIMS = {"x": (1,), "a": (2,), "b": (3,), "xa": (1, 2), "xb": (1, 3), "ab": (2, 3), "xab": (1, 2, 3)}
@@ -128,7 +147,8 @@ def table_information(T: torch.Tensor, scale: float = 1.0) -> TableInformation:
 
 
 def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,
-                       *, over_b: bool = False, marginalize_b: bool = False, min_prob: float = 1e-10) -> torch.Tensor:
+                       *, over_b: bool = False, marginalize_b: bool = False, min_prob: float = 1e-10,
+                       complete: bool | None = None) -> torch.Tensor:
     """Per-sample conditional probabilities ``p^(x_c | a, b)`` gathered from tables T (n, I, A, B).
 
     Parameters
@@ -138,6 +158,7 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     over_b : return ``p^(x_mc | a_m, b = v)`` for every value v of b: (M, n, B)
     marginalize_b : condition on a only: ``p^(x_mc | a_m)`` (b summed out)
     min_prob : a conditioning event with probability below this gives probability 0
+    complete : known completeness of ``codes``, ``a``, ``b`` (None: checked here; see :func:`joint_table`)
 
     Returns
     -------
@@ -149,14 +170,15 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     if marginalize_b:
         T = T.sum(3, keepdim=True)
         B, b = 1, None
+    tiny = torch.finfo(T.dtype).tiny
     cond = T.sum(1, keepdim=True)  # (n, 1, A, B): counts of the conditioning event per candidate
-    totals = cond.sum((1, 2, 3), keepdim=True).clamp_min(_TINY)
+    totals = cond.sum((1, 2, 3), keepdim=True).clamp_min(tiny)
     # conditional probability tables (small), then one lookup per (sample, candidate)
-    P = torch.where(cond / totals >= min_prob, T / cond.clamp_min(_TINY), torch.zeros_like(T))
+    P = torch.where(cond / totals >= min_prob, T / cond.clamp_min(tiny), torch.zeros_like(T))
     a_ = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
     b_ = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
     ab_ok = (a_ >= 0) & (b_ >= 0)
-    complete = _complete(codes, ab_ok)
+    complete = _complete(codes, ab_ok) if complete is None else complete
     if over_b:  # rows of B values at (i * I + x) * A + a
         width, stride, off = B, A, a_.clamp_min(0)
     else:  # single values at ((i * I + x) * A + a) * B + b

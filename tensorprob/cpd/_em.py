@@ -29,6 +29,7 @@ import torch
 
 from .._config import progress_bar
 from ..counting import Incidence
+from ..ops import incidence_matmul, use_triton
 
 
 @dataclass
@@ -123,9 +124,10 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     ll_sum = torch.zeros(B, dtype=f64, device=dev)
     lam_num = torch.zeros(B, Fmax, dtype=f64, device=dev) if need_stats else None
     num = torch.zeros(D, P, dtype=f64, device=dev) if need_stats else None
+    kernel = use_triton(state.log_A)
     for start, stop, S, ST in data.incidence.chunks:
         m = stop - start
-        Lp = _spmm(S, state.log_A)  # (m, P)
+        Lp = incidence_matmul(S, state.log_A, data.incidence.flat_t(start, stop) if kernel else None)  # (m, P)
         L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
         mx = L.amax(dim=2, keepdim=True)  # finite: every model has a component of positive weight
         E = torch.exp(L.sub_(mx))  # (m, B, Fmax), in place of L
@@ -258,7 +260,7 @@ def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: li
     for b, (r, g) in enumerate(zip(ranks, gens)):
         # exponential draws normalised per variable block = Dirichlet(1) columns; only the
         # model's own r columns are drawn, padding columns are uniform (and have weight 0)
-        e = -torch.log(torch.rand(D, r, generator=g, dtype=torch.float64, device=device).clamp_min(1e-300))
+        e = -torch.log(torch.rand(D, r, generator=g, dtype=torch.float64, device=device).clamp_min(torch.finfo(torch.float64).tiny))
         s = torch.zeros(N, r, dtype=torch.float64, device=device).index_add_(0, var_of_col, e)
         log_A[:, b, :r] = torch.log(e / s[var_of_col]).to(dtype)
         log_A[:, b, r:] = uniform[:, None].to(dtype)

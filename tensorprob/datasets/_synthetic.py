@@ -80,13 +80,14 @@ def _dirichlet(gen: torch.Generator, device: torch.device):
             x = torch.randn(alpha.shape, generator=gen, dtype=alpha.dtype, device=device)
             v = (1.0 + c * x) ** 3
             u = torch.rand(alpha.shape, generator=gen, dtype=alpha.dtype, device=device)
-            ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * x**2 + d - d * v + d * torch.log(v.clamp_min(1e-300)))
+            tiny = torch.finfo(u.dtype).tiny
+            ok = (v > 0) & (torch.log(u.clamp_min(tiny)) < 0.5 * x**2 + d - d * v + d * torch.log(v.clamp_min(tiny)))
             take = todo & ok
             out[take] = (d * v)[take]
             todo &= ~ok
         u = torch.rand(alpha.shape, generator=gen, dtype=alpha.dtype, device=device)
-        g = out * u.clamp_min(1e-300) ** (1.0 / alpha)
-        g = g.clamp_min(1e-300)
+        g = out * u.clamp_min(torch.finfo(u.dtype).tiny) ** (1.0 / alpha)
+        g = g.clamp_min(torch.finfo(g.dtype).tiny)
         return g / g.sum(-1, keepdim=True)
 
     return draw

@@ -352,11 +352,18 @@ def stacked_information(log_w: torch.Tensor, log_factors: torch.Tensor, *, targe
     z = torch.multinomial(w / w.sum(1, keepdim=True), T, replacement=True, generator=gen)  # (G, T)
     L = torch.zeros(G, T, F, dtype=log_w.dtype, device=log_w.device) + log_w[:, None, :]
     cdf = torch.cumsum(A, 2)  # (G, V, Imax, F)
+    # inverse-CDF draws that only land on values of positive mass, whatever the rounding: u is
+    # scaled to the cdf's own total (in float32 it can end 1 ulp below 1 = torch.rand's largest
+    # draw), the first value whose cdf exceeds u is taken (u = 0, 1 in 2**24 float32 draws, would
+    # otherwise hit a leading value of mass 0: log 0 for every component, a NaN term), and the
+    # index is capped at the last value of positive mass (not at the padding beyond the alphabet)
+    last = (cdf < cdf[:, :, -1:, :]).sum(2)  # (G, V, F): where each cdf reaches its total
     ys = None
     for v in range(V):  # loop over the few variables of V; vectorized over models and samples
         c = torch.gather(cdf[:, v].transpose(1, 2), 1, z[..., None].expand(G, T, Imax))  # (G, T, Imax)
-        u = torch.rand(G, T, 1, generator=gen, dtype=c.dtype, device=c.device)
-        x = torch.searchsorted(c.contiguous(), u).clamp_max(Imax - 1)[..., 0]  # (G, T)
+        u = torch.rand(G, T, 1, generator=gen, dtype=c.dtype, device=c.device) * c[..., -1:]
+        x = torch.searchsorted(c.contiguous(), u, right=True)[..., 0]  # (G, T)
+        x = torch.minimum(x, torch.gather(last[:, v], 1, z))
         if v == target:
             ys = x
             continue

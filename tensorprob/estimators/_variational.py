@@ -70,7 +70,8 @@ class VariationalState:
         self.log_prior = torch.log(counts / counts.sum())  # (C,)
         self.idx0 = torch.arange(N, device=d.codes.device)[None, :] * I + d.codes  # (M, N): row of (i, x_mi)
         T = d.class_table[:, :, 0, :]  # (N, I, C)
-        self.log_p_class = _log(T / T.sum(1, keepdim=True).clamp_min(1e-300)).reshape(N * I, C)  # log p^(v | c)
+        tiny = torch.finfo(T.dtype).tiny
+        self.log_p_class = _log(T / T.sum(1, keepdim=True).clamp_min(tiny)).reshape(N * I, C)  # log p^(v | c)
         self._p_class = torch.exp(self.log_p_class)  # (N * I, C)
         self._codes_t = d.codes.T.contiguous()  # (N, M)
         self._lpc_t = self.log_p_class.view(N, I, C).permute(2, 0, 1).contiguous()  # (C, N, I)
@@ -100,9 +101,10 @@ class VariationalState:
         lookups; the (C, N, M) accumulator is updated in cache-sized candidate blocks.
         """
         d = self.data
-        T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype)  # (N, I, I, C)
+        T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype,
+                        complete=d.complete)  # (N, I, I, C)
         den = T.sum(2 if given_candidate else 1, keepdim=True)
-        P = torch.where(den > 0, T / den.clamp_min(1e-300), torch.zeros_like(T)).reshape(-1, self.C)
+        P = torch.where(den > 0, T / den.clamp_min(torch.finfo(T.dtype).tiny), torch.zeros_like(T)).reshape(-1, self.C)
         P_t = (_log(P) if log else P).view(self.N, self.I * self.I, self.C).permute(2, 0, 1).contiguous()
         if self.acc is None:
             self.acc = torch.zeros(self.C, self.N, self.M, dtype=d.dtype, device=d.codes.device)

@@ -44,7 +44,9 @@ class ClassicCriterion(Criterion):
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
-        z = torch.zeros(data.n_features, dtype=data.dtype, device=data.codes.device)
+        # the information quantities are float64 in any working dtype (see counting._tables), and
+        # so are their running sums and minima: float32 sums would round near-tied picks apart
+        z = torch.zeros(data.n_features, dtype=torch.float64, device=data.codes.device)
         self.sum_mi, self.sum_cmi, self.sum_jmi, self.sum_disr, self.sum_icap = (z.clone() for _ in range(5))
         self.min_cmi_y = torch.full_like(z, float("inf"))  # min_j I(X_m;C|X_j)
         self.min_jmi = torch.full_like(z, float("inf"))
@@ -63,7 +65,8 @@ class ClassicCriterion(Criterion):
         if m == "jmi":
             self.sum_jmi += q["i_xa__b"]
         if m == "disr":
-            self.sum_disr += q["i_xa__b"] / q["h_xab"].clamp_min(1e-300)  # a ratio: the same in any base
+            # a ratio: the same in any base
+            self.sum_disr += q["i_xa__b"] / q["h_xab"].clamp_min(torch.finfo(q["h_xab"].dtype).tiny)
         if m == "icap":
             self.sum_icap += (q["i_xa"] - q["i_xa_b"]).clamp_min(0)
         if m in ("cmim", "rmrmr"):
@@ -73,7 +76,8 @@ class ClassicCriterion(Criterion):
         if self.method == "rmrmr":
             d = self.data
             for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
-                T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype)
+                T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype,
+                                complete=d.complete)
                 t = table_information(T, d.log_base)
                 self.sum_pairs += t["i_xa_b"] + t["i_xb_a"]
         super().update(j)

@@ -14,9 +14,10 @@ Criterion protocol (see :class:`Criterion`):
   chain).
 - ``update(j)``: add feature j to the criterion's state.
 
-The driver masks selected features, breaks ties to the lowest index (a value within 1e-12
-relative of the maximum counts as tied, as a sequential scan with a strict ``>`` would do),
-and records the criterion value of each pick.
+The driver masks selected features, breaks ties to the lowest index (a value within
+:func:`tie_tolerance` relative of the maximum counts as tied, as a sequential scan with a
+strict ``>`` would do), and records the criterion value of each pick. On a GPU a step
+costs one device-to-host transfer (the pick and its value); everything else stays queued.
 """
 from __future__ import annotations
 
@@ -49,6 +50,14 @@ class SelectionData:
     log_base: float = 1.0
     _class_table: torch.Tensor | None = field(default=None, repr=False)
     _relevance: torch.Tensor | None = field(default=None, repr=False)
+    _complete: bool | None = field(default=None, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """No missing (-1) entry in the codes or the class (checked once, not per step)."""
+        if self._complete is None:
+            self._complete = bool((self.codes.numel() == 0 or int(self.codes.min()) >= 0) and int(self.y.min()) >= 0)
+        return self._complete
 
     @property
     def n_features(self) -> int:
@@ -58,7 +67,8 @@ class SelectionData:
     def class_table(self) -> torch.Tensor:
         """Counts of (x_m, class) for every feature: (N, I, 1, C)."""
         if self._class_table is None:
-            self._class_table = joint_table(self.codes, self.card, None, 1, self.y, self.n_classes, dtype=self.dtype)
+            self._class_table = joint_table(self.codes, self.card, None, 1, self.y, self.n_classes, dtype=self.dtype,
+                                            complete=self.complete)
         return self._class_table
 
     @property
@@ -70,7 +80,8 @@ class SelectionData:
 
     def pair_information(self, j: int) -> dict[str, torch.Tensor]:
         """Plug-in quantities of every candidate x against (x_j, class): see ``table_information``."""
-        T = joint_table(self.codes, self.card, self.codes[:, j], self.card, self.y, self.n_classes, dtype=self.dtype)
+        T = joint_table(self.codes, self.card, self.codes[:, j], self.card, self.y, self.n_classes, dtype=self.dtype,
+                        complete=self.complete)
         return table_information(T, self.log_base)  # quantities computed when first read
 
 
@@ -94,13 +105,40 @@ class Criterion:
         self.selected.append(j)
 
 
-def lowest_argmax(scores: torch.Tensor, available: torch.Tensor) -> int:
-    """Index of the maximum over ``available`` entries, ties (within 1e-12 relative) to the lowest index."""
+def tie_tolerance(dtype: torch.dtype) -> float:
+    """Relative gap under which two criterion values count as tied, for scores in ``dtype``.
+
+    1e-12 for float64 (what a sequential scan with a strict ``>`` over rounded sums would
+    see), and a few hundred ulps for float32, whose rounding is 5e-8 relative.
+    """
+    return max(1e-12, 256 * torch.finfo(dtype).eps)
+
+
+def lowest_argmax_device(scores: torch.Tensor, available: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`lowest_argmax` without leaving the device: (index, value) as 0-d tensors.
+
+    NaN scores and unavailable entries never win (callers guarantee that one entry is available).
+    """
+    tol = tie_tolerance(scores.dtype)
     s = torch.where(available, scores.to(torch.float64), torch.full_like(scores, -math.inf, dtype=torch.float64))
     s = torch.nan_to_num(s, nan=-math.inf)
-    m = float(s.max())
-    tied = s >= m - 1e-12 * max(1.0, abs(m))
-    return int(torch.nonzero(tied & available)[0])
+    m = s.max()
+    tied = (s >= m - tol * m.abs().clamp_min(1.0)) & available
+    j = torch.argmax(tied.to(torch.uint8))  # the first maximum: the lowest tied index
+    return j, scores[j].to(torch.float64)
+
+
+def lowest_argmax(scores: torch.Tensor, available: torch.Tensor) -> int:
+    """Index of the maximum over ``available`` entries, ties (see :func:`tie_tolerance`) to the lowest index."""
+    j, _ = lowest_argmax_device(scores, available)
+    return int(j)
+
+
+def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
+    """Index and value of the pick with one device-to-host transfer (one sync per greedy step)."""
+    j, v = lowest_argmax_device(scores, available)
+    jf, value = torch.stack([j.to(torch.float64), v]).tolist()
+    return int(jf), value
 
 
 def greedy_forward(criterion: Criterion, data: SelectionData, k: int, max_iterations: int | None = None):
@@ -121,8 +159,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int, max_iterat
     while len(selected) < k and it < limit:
         it += 1
         s = criterion.first_scores() if first else criterion.scores()
-        j = lowest_argmax(s, available)
-        value = float(s[j])
+        j, value = _pick(s, available)
         if not criterion.accept(j, value):
             continue
         first = False

@@ -160,7 +160,7 @@ def hofs_select(
                 yc.unsqueeze(0).expand(b, N, 1),
             ], dim=2)
             w, _ = fit_last_rows(Z, generator=generator, solver=solver, max_iter=max_iter)
-            r = torch.einsum("bnp,bp->bn", Z, w) / w[:, -1:].clamp_min(1e-300)
+            r = torch.einsum("bnp,bp->bn", Z, w) / w[:, -1:].clamp_min(torch.finfo(w.dtype).tiny)
             out[s:s + b] = spacing_entropy(r) + log_c
         return out
 

@@ -40,24 +40,30 @@ class SampleMeanCriterion(Criterion):
     def start(self, data: SelectionData) -> None:
         super().start(data)
         T = data.class_table
-        self.log_p_y = gather_conditional(T, data.codes, None, data.y).log_()  # log p^(x_m | c)
-        self.log_p = gather_conditional(T, data.codes, None, data.y, marginalize_b=True).log_()  # log p^(x_m)
+        ok = data.complete
+        self.log_p_y = gather_conditional(T, data.codes, None, data.y, complete=ok).log_()  # log p^(x_m | c)
+        self.log_p = gather_conditional(T, data.codes, None, data.y, marginalize_b=True,
+                                        complete=ok).log_()  # log p^(x_m)
         self.num = self.den = self.first = self.pairs = None
         self.n_pairs = 0
 
     def update(self, j: int) -> None:
         d = self.data
         if self.k2 == 1 or self.k1 >= 1:
-            T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype)
+            T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype,
+                            complete=d.complete)
             if self.k2 == 1:
-                self.num = self._accumulate(self.num, self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y)))
+                p = gather_conditional(T, d.codes, d.codes[:, j], d.y, complete=d.complete)
+                self.num = self._accumulate(self.num, self._term(p))
             if self.k1 >= 1:
-                t = self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y, marginalize_b=True))
+                t = self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y, marginalize_b=True,
+                                                  complete=d.complete))
                 self.den = self._accumulate(self.den, t)
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
-                T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype)
-                t = self._term(gather_conditional(T, d.codes, d.codes[:, r], d.codes[:, j]))
+                T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype,
+                                complete=d.complete)
+                t = self._term(gather_conditional(T, d.codes, d.codes[:, r], d.codes[:, j], complete=d.complete))
                 self.pairs = self._accumulate(self.pairs, t)
                 self.n_pairs += 1
         super().update(j)

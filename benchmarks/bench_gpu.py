@@ -1,0 +1,339 @@
+"""GPU profile of the hot paths: issue-16 targets, bandwidth bounds, syncs, kernels, precision.
+
+    python benchmarks/bench_gpu.py [--quick] [--sections em,select,gsm,profile,vmi,memory]
+                                   [--out-dir benchmarks/results] [--tag cuda]
+
+Needs a CUDA device. For each hot path it reports the median seconds of the timed runs, the
+bytes the step must move through device memory in today's representation and as compact
+codes, the time those bytes take at the measured copy bandwidth (the floor), the distance
+to that floor, and the device-to-host synchronizations per call (counted with
+``torch.cuda.set_sync_debug_mode("warn")``). It also compares float32 with float64 (fit
+log-likelihoods, picks), the peak memory against the memory budget, and writes
+``torch.profiler`` kernel tables. Timings, not tests.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import git_state, machine, markdown, write_csv  # noqa: E402
+
+import tensorprob as tp  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+DEV = "cuda"
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def timed(fn, repeats=3):
+    """Median seconds of ``repeats`` runs of ``fn`` (synchronized), and the last result."""
+    times, out = [], None
+    for _ in range(repeats):
+        sync()
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def count_syncs(fn):
+    """Device-to-host synchronizations during ``fn()`` (and its result)."""
+    sync()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            out = fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    n = sum(1 for w in rec if "synchroniz" in str(w.message).lower())
+    return n, out
+
+
+def copy_bandwidth() -> float:
+    """Measured device-to-device copy bandwidth, bytes read + written per second."""
+    n = 2**28  # 1 GiB of float32
+    x = torch.empty(n, dtype=torch.float32, device=DEV).uniform_()
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(10):
+        start.record()
+        y.copy_(x)
+        stop.record()
+        sync()
+        ts.append(start.elapsed_time(stop) / 1e3)
+    del x, y
+    torch.cuda.empty_cache()
+    return 2 * n * 4 / float(np.median(ts))
+
+
+def mnist():
+    X, y = tp.datasets.load_mnist_subset()
+    enc = tp.encode(X)
+    return enc.codes.astype(np.int64), np.asarray(y).astype(np.int64), enc.cardinalities
+
+
+_PLANTED: dict = {}
+
+
+def planted(n=70000):
+    if n in _PLANTED:
+        return _PLANTED[n]
+    s = tp.datasets.make_latent_class(n, [5] * 784 + [10], 10, random_state=0, device=DEV)
+    X = s.X.cpu().numpy() if torch.is_tensor(s.X) else np.asarray(s.X)
+    _PLANTED[n] = X[:, :784].astype(np.int64), X[:, 784].astype(np.int64)
+    return _PLANTED[n]
+
+
+# ------------------------------------------------------------------ sections
+def sec_em(args, bw, rows, extra):
+    sets = [("MNIST-5k + label", *mnist()[:2])]
+    if not args.quick:
+        sets.append(("planted 70k x 785", *planted()))
+    for name, Xc, yc in sets:
+        codes = np.column_stack([Xc, yc])
+        M, N = codes.shape
+        lls = {}
+        for dt in ("float32", "float64"):
+            stamps = []
+
+            def cb(it, ll, stamps=stamps):
+                sync()
+                stamps.append((time.perf_counter(), float(ll[0])))
+
+            sync()
+            t0 = time.perf_counter()
+            n_it = 30 if args.quick else 100
+            m = tp.fit_cpd(codes, rank=20, device=DEV, dtype=dt, n_iter_max=n_it, tol=0.0, random_state=0,
+                           callback=cb)
+            sync()
+            total = time.perf_counter() - t0
+            t = np.array([s[0] for s in stamps])
+            per = float(np.median(np.diff(t)))
+            lls[dt] = float(m.loglik_history_[-1])
+            # bytes per iteration: S (values in dt, int64 columns) for the E-step, S^T (float64
+            # values, int64 rows) for the M-step, plus the dense (rows x rank) intermediates
+            nnz = M * N
+            esz = 4 if dt == "float32" else 8
+            dense = M * 20 * (esz + 8 * 6)
+            b_now = nnz * (esz + 8) + nnz * (8 + 8) + dense
+            b_min = 2 * M * N * 1 + dense  # uint8 codes read twice
+            n_sync, _ = count_syncs(lambda: tp.fit_cpd(codes, rank=20, device=DEV, dtype=dt, n_iter_max=10, tol=0.0,
+                                                       random_state=0))
+            rows.append({"section": "EM iteration", "data": name, "variant": f"rank 20, {dt}", "seconds": per,
+                         "bytes_now": b_now, "floor_now_s": b_now / bw, "x_floor_now": per / (b_now / bw),
+                         "bytes_codes": b_min, "x_floor_codes": per / (b_min / bw),
+                         "syncs_per_call": n_sync, "note": f"10-iteration fit; total {total:.3f} s for {n_it} it., "
+                                                           f"loglik {lls[dt]:.4f}"})
+        extra.setdefault("em_loglik_f32_minus_f64", {})[name] = lls["float32"] - lls["float64"]
+    # rank search, 5 ranks x 5 folds, batched vs separate (MNIST-5k)
+    Xc, yc, _ = mnist()
+    ranks, cv = (5, 10, 15, 20, 30), 5
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = list(StratifiedKFold(cv, shuffle=True, random_state=0).split(Xc, yc))
+    codes = np.column_stack([Xc, yc])
+
+    def batched():
+        return tp.select_rank(Xc, yc, ranks=ranks, cv=cv, random_state=0, n_iter_max=30, device=DEV)
+
+    def separate():
+        for rk in ranks:
+            for tr, _ in folds:
+                w = np.zeros(len(yc))
+                w[tr] = 1.0
+                tp.fit_cpd(codes, rank=rk, sample_weight=w, random_state=0, n_iter_max=30, device=DEV)
+
+    tb, res = timed(batched, 1)
+    ts, _ = timed(separate, 1)
+    rows.append({"section": "rank search", "data": "MNIST-5k", "variant": "5 ranks x 5 folds batched", "seconds": tb,
+                 "note": f"best rank {res.best_rank}"})
+    rows.append({"section": "rank search", "data": "MNIST-5k", "variant": "25 separate fits", "seconds": ts,
+                 "note": f"batched {ts / tb:.2f}x faster"})
+
+
+def sec_select(args, bw, rows, extra):
+    sets = [("MNIST-5k", *mnist()[:2])]
+    if not args.quick:
+        sets.append(("planted 70k x 784", *planted()))
+    k = 10 if args.quick else 50
+    picks = {}
+    for name, Xc, yc in sets:
+        M, N = Xc.shape
+        for method in ("mim", "mrmr", "jmi", "cmim"):
+            for dt in ("float32", "float64"):
+                sec, sel = timed(lambda: tp.select_features(Xc, yc, k, method=method, device=DEV, dtype=dt))
+                n_sync, _ = count_syncs(lambda: tp.select_features(Xc, yc, k, method=method, device=DEV, dtype=dt))
+                picks[(name, method, dt)] = sel.selected_.tolist()
+                steps = 1 if method == "mim" else k
+                b_now = steps * M * N * (8 + 4 + 4)  # int64 codes read, int32 index written + read
+                b_min = steps * M * N * 1  # uint8 codes read once per step
+                rows.append({"section": "selector", "data": name, "variant": f"{method.upper()} k={k}, {dt}",
+                             "seconds": sec, "bytes_now": b_now, "floor_now_s": b_now / bw,
+                             "x_floor_now": sec / (b_now / bw), "bytes_codes": b_min,
+                             "x_floor_codes": sec / (b_min / bw), "syncs_per_call": n_sync,
+                             "note": " ".join(map(str, sel.selected_[:5]))})
+            same = picks[(name, method, "float32")] == picks[(name, method, "float64")]
+            extra.setdefault("selector_f32_equals_f64", {})[f"{name} {method}"] = same
+
+
+def sec_gsm(args, bw, rows, extra):
+    Xc, yc, _ = mnist()
+    k = 10 if args.quick else 50
+    out = {}
+    for dt in ("float32", "float64"):
+        sec, sel = timed(lambda: tp.GSMCPD(k=k, rank=20, n_samples=5000, lazy=True, device=DEV, dtype=dt,
+                                           random_state=0).fit(Xc, yc), 2)
+        fit_s, _ = timed(lambda: tp.fit_cpd(np.column_stack([Xc]), rank=20, device=DEV, dtype=dt, random_state=0), 1)
+        n_sync, _ = count_syncs(lambda: tp.GSMCPD(k=k, rank=20, n_samples=5000, lazy=True, device=DEV, dtype=dt,
+                                                  random_state=0).fit(Xc, yc))
+        out[dt] = sel.selected_.tolist()
+        rows.append({"section": "GSM-CPD", "data": "MNIST-5k", "variant": f"k={k} rank 20 T=5000 lazy, {dt}",
+                     "seconds": sec, "syncs_per_call": n_sync,
+                     "note": f"CPD fit alone {fit_s:.3f} s; g_k {sel.scores_[-1]:.4f}; "
+                             + " ".join(map(str, sel.selected_[:5]))})
+    extra["gsm_f32_equals_f64"] = out["float32"] == out["float64"]
+
+
+def sec_vmi(args, bw, rows, extra):
+    sets = [("MNIST-5k", *mnist()[:2])]
+    if not args.quick:
+        sets.append(("planted 70k x 784", *planted()))
+    k = 10 if args.quick else 50
+    for name, Xc, yc in sets:
+        M, N = Xc.shape
+        for q in ("naive", "pairwise"):
+            picks = {}
+            for dt in ("float32", "float64"):
+                reps = 3 if name == "MNIST-5k" else 1
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                sec, sel = timed(lambda: tp.VMI(k=k, q=q, device=DEV, dtype=dt).fit(Xc, yc), reps)
+                peak = torch.cuda.max_memory_allocated() - base
+                n_sync = ""
+                if name == "MNIST-5k":
+                    n_sync, _ = count_syncs(lambda: tp.VMI(k=k, q=q, device=DEV, dtype=dt).fit(Xc, yc))
+                picks[dt] = sel.selected_.tolist()
+                C = int(yc.max()) + 1
+                esz = 4 if dt == "float32" else 8
+                # per step: the (C, candidates, M) log-q terms written and read once
+                b_now = k * C * N * M * esz * (2 if q == "pairwise" else 1)
+                rows.append({"section": "VMI", "data": name, "variant": f"VMI-{q} k={k}, {dt}", "seconds": sec,
+                             "bytes_now": b_now, "floor_now_s": b_now / bw, "x_floor_now": sec / (b_now / bw),
+                             "syncs_per_call": n_sync, "peak_gib": peak / 2**30,
+                             "note": f"bound {sel.scores_[-1]:.4f}; restarts {sel.n_restarts_}; "
+                                     + " ".join(map(str, sel.selected_[:5]))})
+            extra.setdefault("vmi_f32_equals_f64", {})[f"{name} {q}"] = picks["float32"] == picks["float64"]
+
+
+def sec_memory(args, bw, rows, extra):
+    """Peak device memory of VMI-pairwise and JMI under several memory budgets."""
+    Xc, yc = planted(20000 if args.quick else 70000)
+    for budget_mib in (64, 256, 1024):
+        for label, fn in (("VMI-pairwise k=5", lambda: tp.VMI(k=5, q="pairwise", device=DEV).fit(Xc, yc)),
+                          ("JMI k=5", lambda: tp.select_features(Xc, yc, 5, method="jmi", device=DEV)),
+                          ("CPD fit rank 20, 3 it.", lambda: tp.fit_cpd(np.column_stack([Xc, yc]), rank=20, device=DEV,
+                                                                         n_iter_max=3, tol=0.0, random_state=0))):
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            with tp.config_context(memory_budget=budget_mib * 2**20):
+                sec, _ = timed(fn, 1)
+            peak = torch.cuda.max_memory_allocated() - base
+            rows.append({"section": "memory", "data": f"planted {Xc.shape[0] // 1000}k x 784",
+                         "variant": f"{label}, budget {budget_mib} MiB", "seconds": sec, "peak_gib": peak / 2**30,
+                         "note": f"peak / budget = {peak / (budget_mib * 2**20):.2f}"})
+
+
+def sec_profile(args, out_dir, tag):
+    from torch.profiler import ProfilerActivity, profile
+
+    Xc, yc, _ = mnist()
+    jobs = {
+        "jmi_mnist_k20": lambda: tp.select_features(Xc, yc, 20, method="jmi", device=DEV),
+        "em_mnist_20it": lambda: tp.fit_cpd(np.column_stack([Xc, yc]), rank=20, device=DEV, n_iter_max=20, tol=0.0,
+                                            random_state=0),
+        "vmi_pairwise_mnist_k10": lambda: tp.VMI(k=10, q="pairwise", device=DEV).fit(Xc, yc),
+        "gsm_lazy_mnist_k10": lambda: tp.GSMCPD(k=10, rank=20, n_samples=5000, lazy=True, device=DEV,
+                                                random_state=0).fit(Xc, yc),
+    }
+    if not args.quick:
+        P, py = planted()
+        jobs["em_planted70k_10it"] = lambda: tp.fit_cpd(np.column_stack([P, py]), rank=20, device=DEV, n_iter_max=10,
+                                                        tol=0.0, random_state=0)
+        jobs["jmi_planted70k_k10"] = lambda: tp.select_features(P, py, 10, method="jmi", device=DEV)
+    with open(os.path.join(out_dir, f"profile_{tag}.txt"), "w") as fh:
+        for name, fn in jobs.items():
+            fn()  # warm
+            sync()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                fn()
+                sync()
+            table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=60)
+            fh.write(f"\n===== {name}\n{table}\n")
+            print(f"\n===== {name}\n" + "\n".join(table.splitlines()[:12]))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (MNIST-5k only, k=10)")
+    ap.add_argument("--sections", default="em,select,gsm,profile,vmi,memory")
+    ap.add_argument("--out-dir", default=RESULTS)
+    ap.add_argument("--tag", default="cuda")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_gpu.py needs a CUDA device (torch.cuda.is_available() is False)")
+    os.makedirs(args.out_dir, exist_ok=True)
+    secs = args.sections.split(",")
+    warnings.simplefilter("ignore")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    props = torch.cuda.get_device_properties(0)
+    info = {"machine": machine(), "gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+            "sm_count": props.multi_processor_count, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "commit": git_state(__file__)}
+    tp.select_features(np.zeros((10, 3), dtype=np.int64) + np.arange(3), np.arange(10) % 2, 1, device=DEV)  # warm
+    bw = copy_bandwidth()
+    info["copy_bandwidth_gbs"] = round(bw / 1e9, 1)
+    print(json.dumps(info, indent=1))
+    rows: list[dict] = []
+    extra: dict = {}
+    funcs = {"em": sec_em, "select": sec_select, "gsm": sec_gsm, "vmi": sec_vmi, "memory": sec_memory,
+             "profile": lambda a, b, r, e: sec_profile(a, args.out_dir, args.tag)}
+    for name in secs:
+        fn = funcs.get(name)
+        if fn is not None:
+            t0 = time.perf_counter()
+            try:
+                fn(args, bw, rows, extra)
+            except Exception as exc:  # noqa: BLE001 - report and go on: device time is scarce
+                rows.append({"section": name, "variant": "FAILED", "note": f"{type(exc).__name__}: {exc}"[:300]})
+                import traceback
+
+                traceback.print_exc()
+            print(f"[{name}: {time.perf_counter() - t0:.1f} s]", flush=True)
+            write_csv(os.path.join(args.out_dir, f"gpu_{args.tag}.csv"), [dict(r, **info) for r in rows])
+    cols = ["section", "data", "variant", "seconds", "bytes_now", "floor_now_s", "x_floor_now", "bytes_codes",
+            "x_floor_codes", "syncs_per_call", "peak_gib", "note"]
+    print(markdown(rows, cols))
+    print(json.dumps(extra, indent=1))
+    with open(os.path.join(args.out_dir, f"gpu_{args.tag}.json"), "w") as fh:
+        json.dump({"info": info, "extra": extra}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The device x dtype matrix every test runs in.
+
+Every test runs once per (device, dtype) lane: ``cpu`` and ``cuda`` (the CUDA lane is skipped
+without a CUDA device), each in ``float64`` and ``float32``. A lane is applied through
+:func:`tensorprob.config_context`, so everything a test builds with the defaults
+(``device="auto"``, ``dtype=None``) runs on that device in that dtype; the ``device`` and
+``dtype`` fixtures hand the lane to tests that pass them explicitly (or compare against it).
+
+Choose lanes on the command line::
+
+    pytest --device cuda            # the GPU lanes only
+    pytest --device cpu --dtype float32
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    # Triton kernels run in Triton's interpreter on CPU tensors (tests/test_kernels.py); the
+    # variable must be set before triton is first imported.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import tensorprob as tp
+
+DEVICES = ("cpu", "cuda")
+DTYPES = ("float64", "float32")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--device", action="store", default="all", choices=("all",) + DEVICES,
+                     help="device lanes to run: all (cpu and cuda; cuda skipped without a GPU), cpu or cuda")
+    parser.addoption("--dtype", action="store", default="all", choices=("all",) + DTYPES,
+                     help="dtype lanes to run: all, float64 or float32")
+
+
+def _lanes(config):
+    devs = DEVICES if config.getoption("--device") == "all" else (config.getoption("--device"),)
+    dts = DTYPES if config.getoption("--dtype") == "all" else (config.getoption("--dtype"),)
+    no_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+    return [pytest.param((d, t), id=f"{d}-{t}", marks=[pytest.mark.cuda, no_cuda] if d == "cuda" else [])
+            for d in devs for t in dts]
+
+
+def pytest_generate_tests(metafunc):
+    if "_lane" in metafunc.fixturenames:
+        metafunc.parametrize("_lane", _lanes(metafunc.config), indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def _lane(request):
+    device, dtype = request.param
+    with tp.config_context(device=device, dtype=dtype):
+        yield device, dtype
+
+
+@pytest.fixture
+def device(_lane) -> str:
+    """The lane's device, ``"cpu"`` or ``"cuda"``."""
+    return _lane[0]
+
+
+@pytest.fixture
+def dtype(_lane) -> torch.dtype:
+    """The lane's dtype as a ``torch.dtype``."""
+    return getattr(torch, _lane[1])
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+
+    return np.random.default_rng(12345)
