@@ -8,7 +8,9 @@ def tols(dtype, rtol=1e-7, atol=1e-10):
     ``rtol`` and ``atol`` are what a float64 result is held to (each call site keeps its own);
     a coarser dtype gets ``2**8`` of its machine epsilon instead (float32: 3.1e-5), i.e. a few
     hundred roundings of accumulated error. For float64, ``2**8 * eps`` (5.7e-14) is below
-    every floor used, so the float64 lane checks exactly what it checked before.
+    every nonzero floor used, so the float64 lane checks what it checked before (sites with no
+    float64 rtol read only ``["atol"]``; monotone checks use ``tols(dtype, rtol=0)["rtol"]`` as
+    a slack relative to |loglik|).
     """
     eps = torch.finfo(dtype).eps
     return dict(rtol=max(rtol, 2**8 * eps), atol=max(atol, 2**8 * eps))
