@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
 from _common import git_state, machine, markdown, write_csv  # noqa: E402
 
 import tensorprob as tp  # noqa: E402
@@ -33,19 +34,13 @@ DEV = "cuda"
 
 
 def sync():
-    torch.cuda.synchronize()
+    _common.sync(DEV)
 
 
 def timed(fn, repeats=3):
-    """Median seconds of ``repeats`` runs of ``fn`` (synchronized), and the last result."""
-    times, out = [], None
-    for _ in range(repeats):
-        sync()
-        t0 = time.perf_counter()
-        out = fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), out
+    """Median seconds of ``repeats`` synchronized runs of ``fn`` on the GPU, and the last result."""
+    seconds, out, _ = _common.timed(fn, DEV, repeats)
+    return seconds, out
 
 
 def count_syncs(fn):

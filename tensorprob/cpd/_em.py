@@ -30,6 +30,7 @@ import torch
 from .._config import progress_bar
 from ..counting import Incidence
 from ..ops import incidence_matmul, use_triton
+from ..ops import incidence_matmul_reference as _spmm  # blocked CSR @ dense, also for S^T
 
 
 @dataclass
@@ -88,16 +89,6 @@ class EMState:
         D, B, Fmax = log_A_padded.shape
         pos = torch.tensor([b * Fmax + f for b, r in enumerate(ranks) for f in range(r)], device=log_A_padded.device)
         return log_A_padded.reshape(D, B * Fmax)[:, pos].contiguous()
-
-
-_SPMM_BLOCK = 256  # dense columns per sparse product: wider operands fall out of cache (measured)
-
-
-def _spmm(S: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-    """``S @ dense`` in column blocks of at most ``_SPMM_BLOCK``."""
-    if dense.shape[1] <= _SPMM_BLOCK:
-        return S @ dense
-    return torch.cat([S @ dense[:, j:j + _SPMM_BLOCK].contiguous() for j in range(0, dense.shape[1], _SPMM_BLOCK)], 1)
 
 
 def _log_floor(dtype: torch.dtype, n_vars: int) -> float:
@@ -260,7 +251,8 @@ def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: li
     for b, (r, g) in enumerate(zip(ranks, gens)):
         # exponential draws normalised per variable block = Dirichlet(1) columns; only the
         # model's own r columns are drawn, padding columns are uniform (and have weight 0)
-        e = -torch.log(torch.rand(D, r, generator=g, dtype=torch.float64, device=device).clamp_min(torch.finfo(torch.float64).tiny))
+        u = torch.rand(D, r, generator=g, dtype=torch.float64, device=device)
+        e = -torch.log(u.clamp_min(torch.finfo(torch.float64).tiny))
         s = torch.zeros(N, r, dtype=torch.float64, device=device).index_add_(0, var_of_col, e)
         log_A[:, b, :r] = torch.log(e / s[var_of_col]).to(dtype)
         log_A[:, b, r:] = uniform[:, None].to(dtype)

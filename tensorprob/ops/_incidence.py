@@ -17,7 +17,10 @@ _SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands
 
 
 def incidence_matmul_reference(S: torch.Tensor, log_A: torch.Tensor) -> torch.Tensor:
-    """``S @ log_A`` with the sparse CSR S (rows x D), in column blocks of ``_SPMM_BLOCK``."""
+    """``S @ log_A`` with a sparse CSR S, in column blocks of ``_SPMM_BLOCK``.
+
+    Any CSR matrix works (the EM also multiplies S^T by the responsibilities with it).
+    """
     if log_A.shape[1] <= _SPMM_BLOCK:
         return S @ log_A
     return torch.cat([S @ log_A[:, j:j + _SPMM_BLOCK].contiguous() for j in range(0, log_A.shape[1], _SPMM_BLOCK)],

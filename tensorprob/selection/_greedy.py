@@ -28,6 +28,7 @@ import torch
 
 from .._config import progress_bar
 from ..counting import joint_table, table_information
+from ..counting._tables import _complete
 
 
 @dataclass
@@ -56,7 +57,7 @@ class SelectionData:
     def complete(self) -> bool:
         """No missing (-1) entry in the codes or the class (checked once, not per step)."""
         if self._complete is None:
-            self._complete = bool((self.codes.numel() == 0 or int(self.codes.min()) >= 0) and int(self.y.min()) >= 0)
+            self._complete = _complete(self.codes, self.y >= 0)
         return self._complete
 
     @property
