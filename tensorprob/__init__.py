@@ -5,9 +5,9 @@ Importing tensorprob never probes CUDA and never imports triton.
 """
 from ._config import config_context, get_config, set_config
 from . import datasets
-from .cpd import CPDModel, RankSelection, fit_cpd, select_rank
+from .cpd import CPD, CPDModel, RankSelection, fit_cpd, fit_cpds, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
-from .estimators import Estimate
+from .information import Estimate
 from . import evaluation, selection
 from .selection import (CIFE, CMIM, DISR, GMI, GSMCPD, HOFS, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, PDA, RMRMR,
                         SPECCMI, VMI, available_methods, select_features)
@@ -15,6 +15,7 @@ from .selection import (CIFE, CMIM, DISR, GMI, GSMCPD, HOFS, ICAP, JMI, JMIM, MI
 __version__ = "0.1.0"
 
 __all__ = [
+    "CPD",
     "CPDModel",
     "Estimate",
     "CIFE",
@@ -40,6 +41,7 @@ __all__ = [
     "selection",
     "datasets",
     "fit_cpd",
+    "fit_cpds",
     "RankSelection",
     "select_rank",
     "Discretizer",

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import tensorprob as tp
-from tensorprob.estimators._cpd import CPDInformation
+from tensorprob.information._cpd import CPDInformation
 
 
 def random_model(seed, cards, rank, conc=0.6):
@@ -24,7 +24,7 @@ def g_exact(model, S, target=None):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_latent_objective_is_monotone_and_submodular(seed):
     model = random_model(seed, (3, 2, 4, 3, 2, 3), 4)
-    V = range(model.n_features)
+    V = range(model.n_variables)
     g = {S: g_exact(model, S) for r in range(len(V) + 1) for S in itertools.combinations(V, r)}
     for A in g:
         for x in V:
@@ -41,7 +41,7 @@ def test_latent_objective_is_monotone_and_submodular(seed):
 
 def test_incremental_state_equals_direct_values():
     model = random_model(3, (3, 4, 2, 3, 2), 3)
-    lw, lf = model._logs()
+    lw, lf = (t[0] for t in model.stack([model]))
     samples = model.sample(4000, random_state=0)
     for target in (None, 4):
         for est in ("exact", "mc", "rao_blackwell"):
@@ -64,10 +64,10 @@ def test_incremental_state_equals_direct_values():
 
 
 def test_candidate_blocks_change_nothing(monkeypatch):
-    from tensorprob.estimators import _cpd
+    from tensorprob.information import _cpd
 
     model = random_model(4, (3, 4, 2, 3, 2, 4, 3), 3)
-    lw, lf = model._logs()
+    lw, lf = (t[0] for t in model.stack([model]))
     samples = model.sample(3000, random_state=1)
     for target in (None, 6):
         for est in ("mc", "rao_blackwell"):
@@ -84,11 +84,11 @@ def test_candidate_blocks_change_nothing(monkeypatch):
 def test_greedy_reaches_one_minus_one_over_e_of_optimum():
     for seed in range(4):
         model = random_model(10 + seed, (3, 2, 4, 3, 2, 3, 4), 4, conc=0.4)
-        lw, lf = model._logs()
+        lw, lf = (t[0] for t in model.stack([model]))
         k = 3
-        best = max(g_exact(model, S) for S in itertools.combinations(range(model.n_features), k))
+        best = max(g_exact(model, S) for S in itertools.combinations(range(model.n_variables), k))
         info = CPDInformation(lw, lf, estimator="exact")
-        rest = list(range(model.n_features))
+        rest = list(range(model.n_variables))
         for _ in range(k):
             vals, _ = info.evaluate(rest)
             j = rest[int(torch.argmax(vals))]
@@ -100,7 +100,7 @@ def test_greedy_reaches_one_minus_one_over_e_of_optimum():
 
 def test_monte_carlo_objective_is_unbiased_within_its_standard_error():
     model = random_model(4, (4, 3, 5, 3, 4, 3), 4)
-    lw, lf = model._logs()
+    lw, lf = (t[0] for t in model.stack([model]))
     S = [0, 2, 5]
     exact = g_exact(model, S)
     vals, ses = [], []
@@ -119,7 +119,7 @@ def test_monte_carlo_objective_is_unbiased_within_its_standard_error():
 
 def test_exact_enumeration_limit():
     model = random_model(5, (5,) * 8, 3)
-    lw, lf = model._logs()
+    lw, lf = (t[0] for t in model.stack([model]))
     info = CPDInformation(lw, lf, estimator="exact", max_states=100)
     info.add(0)
     info.add(1)
@@ -136,7 +136,7 @@ def test_zero_probabilities_do_not_produce_nan():
     A = [torch.tensor([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]], dtype=torch.float64),
          torch.tensor([[0.5, 0.0, 0.2], [0.5, 0.25, 0.3], [0.0, 0.75, 0.5]], dtype=torch.float64)]
     model = tp.CPDModel(w, A)
-    lw, lf = model._logs()
+    lw, lf = (t[0] for t in model.stack([model]))
     for est in ("rao_blackwell", "mc", "exact"):
         info = CPDInformation(lw, lf, estimator=est, samples=model.sample(3000, random_state=0))
         vals, se = info.evaluate([0, 1])
@@ -150,7 +150,7 @@ def test_stacked_draws_land_on_values_of_positive_mass(monkeypatch, device, dtyp
     """Inverse-CDF draws of the stacked (GSM remodel) estimator at the extremes of ``torch.rand``:
     u = 0 (1 in 2**24 float32 draws) must not pick a leading value of mass 0 (log 0 in every
     component: an infinite or NaN term), nor u near 1 a padding value beyond the alphabet."""
-    from tensorprob.estimators._cpd import stacked_information
+    from tensorprob.information._cpd import stacked_information
 
     G, V, Imax, F = 2, 3, 4, 3
     gen = torch.Generator().manual_seed(0)

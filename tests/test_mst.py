@@ -5,7 +5,7 @@ import torch
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 from scipy.spatial.distance import cdist
 
-from tensorprob.estimators._mst import batched_mst, gmi_lower_bound, mst_cross_counts
+from tensorprob.information._mst import batched_mst, gmi_lower_bound, mst_cross_counts
 
 
 def _scipy_mst(P):

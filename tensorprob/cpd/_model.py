@@ -1,22 +1,27 @@
-"""The fitted CPD joint-PMF model."""
+"""The fitted CPD joint-PMF model, canonical in log space."""
 from __future__ import annotations
 
+import io
 import os
+import pickle
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype
-from ..estimators import _cpd as est
-from ..estimators._cpd import Estimate
+from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, to_numpy
+from ..information._cpd import Estimate, LatentClassBatch, information
 
 
 class CPDModel:
-    """Nonnegative CPD (latent class / naive Bayes mixture) model of a joint PMF.
+    """Nonnegative canonical polyadic decomposition (CPD) model of a joint probability mass function (PMF).
 
-    ``P(x_1..x_N) = sum_f weights[f] prod_n factors[n][x_n, f]``: a hidden ``Z`` with
-    ``P(Z = f) = weights[f]`` and ``factors[n][i, f] = P(X_n = i | Z = f)``.
+    ``P(x_1..x_N) = sum_f weights[f] prod_n factors[n][x_n, f]``: a latent class (naive Bayes
+    mixture) model with a hidden ``Z``, ``P(Z = f) = weights[f]`` and
+    ``factors[n][i, f] = P(X_n = i | Z = f)``. The parameters are held in log space
+    (:attr:`log_weights`, :attr:`log_factors`); the probabilities are derived from them once
+    and cached. Fitted models come from :func:`tensorprob.fit_cpd` (through
+    :meth:`from_log_params`, without leaving log space).
 
     Parameters
     ----------
@@ -24,15 +29,27 @@ class CPDModel:
         Mixing weights (a point of the simplex).
     factors : list of tensors of shape (I_n, F)
         Column-stochastic factor matrices, one per variable.
-    feature_names : list of str, optional
+    variable_names : list of str, optional
+        One name per variable (the label included); default ``x0, x1, ...``.
     target : int, optional
         Index of the label variable when the model was fitted with ``y`` (the last one).
     classes : ndarray, optional
         Label of each code of the target variable.
+    encoder : Encoder, optional
+        The encoder that turned raw data into codes.
+    n_iter, loglik_history, converged
+        Fit diagnostics (see Attributes); a model built by hand has none.
 
     Attributes
     ----------
-    weights, factors : torch tensors on the fit device
+    log_weights : tensor of shape (F,)
+        ``log P(Z = f)`` (canonical).
+    log_factors : list of tensors of shape (I_n, F)
+        ``log P(X_n = i | Z = f)`` (canonical).
+    weights : tensor of shape (F,)
+        ``exp(log_weights)`` (cached).
+    factors : list of tensors of shape (I_n, F)
+        ``exp(log_factors)`` (cached).
     n_iter_ : int
         M-steps performed.
     loglik_history_ : ndarray
@@ -43,96 +60,289 @@ class CPDModel:
         The encoder that turned raw data into codes, when ``fit_cpd`` encoded it; its
         ``transform`` encodes new raw data for :meth:`log_prob` and friends.
 
+    See Also
+    --------
+    tensorprob.fit_cpd : fits a model by expectation-maximization (EM).
+    tensorprob.CPD : the scikit-learn estimator around ``fit_cpd``.
+
     Notes
     -----
-    Methods take integer codes (``-1`` marks a missing entry, marginalised exactly) as NumPy
-    arrays or torch tensors and return torch tensors on the model's device.
+    Methods take integer codes (``-1`` marks a missing entry, marginalised exactly) as lists,
+    NumPy arrays or torch tensors and return torch tensors on the model's device.
+
+    References
+    ----------
+    .. [1] A. Yeredor and M. Haardt, "Maximum likelihood estimation of a low-rank probability
+       mass tensor from partial observations", IEEE Signal Processing Letters, 2019.
+    .. [2] M. Amiridi, N. Kargas and N. D. Sidiropoulos, "Information-theoretic feature selection
+       via tensor decomposition and submodularity", IEEE Trans. Signal Processing, 2021.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from tensorprob import CPDModel
+    >>> m = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64),
+    ...              [torch.tensor([[0.9, 0.1], [0.1, 0.9]], dtype=torch.float64)] * 2)
+    >>> m
+    CPDModel(rank=2, n_variables=2, device=cpu, dtype=torch.float64, target=None)
+    >>> round(float(m.log_prob([[0, 0]])[0].exp()), 4)
+    0.41
+    >>> m.predict_proba([[0, 1]], target=1).tolist()
+    [[0.18, 0.82]]
     """
 
     def __init__(self, weights: torch.Tensor, factors: Sequence[torch.Tensor], *,
-                 feature_names: Sequence[str] | None = None, target: int | None = None,
-                 classes: np.ndarray | None = None) -> None:
+                 variable_names: Sequence[str] | None = None, target: int | None = None,
+                 classes: np.ndarray | None = None, encoder: Any = None, n_iter: int = 0,
+                 loglik_history: np.ndarray | None = None, converged: bool = False) -> None:
         weights = torch.as_tensor(weights)
         factors = [torch.as_tensor(A, dtype=weights.dtype, device=weights.device) for A in factors]
-        if weights.ndim != 1 or weights.numel() < 1:
-            raise ValueError(f"weights must be a non-empty 1-D tensor, got shape {tuple(weights.shape)}")
-        F = weights.numel()
-        for n, A in enumerate(factors):
-            if A.ndim != 2 or A.shape[1] != F:
-                raise ValueError(f"factor {n} must have shape (I_{n}, {F}), got {tuple(A.shape)}")
-        if not factors:
-            raise ValueError("a CPD model needs at least one factor")
+        self._check_shapes(weights, factors)
         if bool((weights < 0).any()) or any(bool((A < 0).any()) for A in factors):
             raise ValueError("weights and factors must be nonnegative")
         if not bool(torch.isfinite(weights).all()) or not all(bool(torch.isfinite(A).all()) for A in factors):
             raise ValueError("weights and factors must be finite")
-        self.weights = weights
-        self.factors = factors
-        self.feature_names = list(feature_names) if feature_names is not None else [f"x{n}" for n in range(len(factors))]
-        if len(self.feature_names) != len(factors):
-            raise ValueError(f"{len(self.feature_names)} feature names for {len(factors)} factors")
+        self._set(torch.log(weights), [torch.log(A) for A in factors], variable_names, target, classes, encoder,
+                  n_iter, loglik_history, converged)
+        self._probs = (weights, factors)  # the given probabilities are the cache: no exp(log) round trip
+
+    @classmethod
+    def from_log_params(cls, log_weights: torch.Tensor, log_factors: Sequence[torch.Tensor], *,
+                        variable_names: Sequence[str] | None = None, target: int | None = None,
+                        classes: np.ndarray | None = None, encoder: Any = None, n_iter: int = 0,
+                        loglik_history: np.ndarray | None = None, converged: bool = False) -> "CPDModel":
+        """A model from log parameters, kept as they are (the canonical representation).
+
+        Parameters
+        ----------
+        log_weights : tensor of shape (F,)
+            ``log P(Z = f)`` (``-inf`` for a component without mass); cast to the factors' dtype.
+        log_factors : list of tensors of shape (I_n, F)
+            ``log P(X_n = i | Z = f)``.
+        variable_names, target, classes, encoder, n_iter, loglik_history, converged
+            As in :class:`CPDModel`.
+
+        Returns
+        -------
+        CPDModel
+
+        Raises
+        ------
+        ValueError
+            Mismatched shapes, or a NaN / ``+inf`` log parameter.
+
+        Examples
+        --------
+        >>> import math, torch
+        >>> from tensorprob import CPDModel
+        >>> lw = torch.log(torch.tensor([0.25, 0.75], dtype=torch.float64))
+        >>> lf = [torch.log(torch.tensor([[0.5, 1.0], [0.5, 0.0]], dtype=torch.float64))]
+        >>> m = CPDModel.from_log_params(lw, lf)
+        >>> m.weights.tolist(), m.factors[0].tolist()
+        ([0.25, 0.75], [[0.5, 1.0], [0.5, 0.0]])
+        >>> m.log_weights is lw
+        True
+        """
+        log_factors = [torch.as_tensor(A) for A in log_factors]
+        if not log_factors:
+            raise ValueError("a CPD model needs at least one factor")
+        dt, dev = log_factors[0].dtype, log_factors[0].device
+        log_factors = [A.to(dev, dt) for A in log_factors]
+        log_weights = torch.as_tensor(log_weights).to(dev, dt)
+        cls._check_shapes(log_weights, log_factors)
+        if any(bool((torch.isnan(T) | (T == torch.inf)).any()) for T in [log_weights, *log_factors]):
+            raise ValueError("log parameters must not be NaN or +inf")
+        m = cls.__new__(cls)
+        m._set(log_weights, log_factors, variable_names, target, classes, encoder, n_iter, loglik_history, converged)
+        m._probs = None
+        return m
+
+    @staticmethod
+    def _check_shapes(weights: torch.Tensor, factors: Sequence[torch.Tensor]) -> None:
+        if weights.ndim != 1 or weights.numel() < 1:
+            raise ValueError(f"weights must be a non-empty 1-D tensor, got shape {tuple(weights.shape)}")
+        if not factors:
+            raise ValueError("a CPD model needs at least one factor")
+        F = weights.numel()
+        for n, A in enumerate(factors):
+            if A.ndim != 2 or A.shape[1] != F:
+                raise ValueError(f"factor {n} must have shape (I_{n}, {F}), got {tuple(A.shape)}")
+
+    def _set(self, log_w: torch.Tensor, log_f: list[torch.Tensor], names: Sequence[str] | None, target: int | None,
+             classes: Any, encoder: Any, n_iter: int, history: Any, converged: bool) -> None:
+        self.log_weights, self.log_factors = log_w, list(log_f)
+        self.variable_names = list(names) if names is not None else [f"x{n}" for n in range(len(log_f))]
+        if len(self.variable_names) != len(log_f):
+            raise ValueError(f"{len(self.variable_names)} variable names for {len(log_f)} factors")
         self.target = target
         self.classes = classes
-        self.n_iter_ = 0
-        self.loglik_history_ = np.empty(0)
-        self.converged_ = False
-        self.encoder_ = None
+        self.encoder_ = encoder
+        self.n_iter_ = int(n_iter)
+        self.loglik_history_ = np.empty(0) if history is None else np.asarray(history, dtype=np.float64)
+        self.converged_ = bool(converged)
+        self._batch: LatentClassBatch | None = None
 
     # -- basic properties -----------------------------------------------------------------
     @property
-    def rank(self) -> int:
-        """Number of components F."""
-        return int(self.weights.numel())
+    def weights(self) -> torch.Tensor:
+        """Mixing weights ``P(Z = f)``, shape (F,) (derived from :attr:`log_weights`, cached)."""
+        return self._probabilities()[0]
 
     @property
-    def n_features(self) -> int:
-        """Number of variables N (the label included)."""
-        return len(self.factors)
+    def factors(self) -> list[torch.Tensor]:
+        """Factors ``P(X_n = i | Z = f)``, one (I_n, F) tensor per variable (derived, cached)."""
+        return self._probabilities()[1]
+
+    def _probabilities(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        if self._probs is None:
+            self._probs = (torch.exp(self.log_weights), [torch.exp(A) for A in self.log_factors])
+        return self._probs
+
+    def _core(self) -> LatentClassBatch:
+        """This model as a batch of one for the information core (built once)."""
+        if self._batch is None:
+            self._batch = LatentClassBatch(*self.stack([self]))
+        return self._batch
+
+    @property
+    def rank(self) -> int:
+        """Number of components F."""
+        return int(self.log_weights.numel())
+
+    @property
+    def n_variables(self) -> int:
+        """Number of variables N (the label included, when the model has one)."""
+        return len(self.log_factors)
 
     @property
     def cardinalities(self) -> np.ndarray:
         """Alphabet sizes I_n."""
-        return np.array([A.shape[0] for A in self.factors], dtype=np.int64)
+        return np.array([A.shape[0] for A in self.log_factors], dtype=np.int64)
 
     @property
     def device(self) -> torch.device:
-        return self.weights.device
+        """Device of the parameters."""
+        return self.log_weights.device
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.weights.dtype
-
-    def _logs(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        key = (self.weights.data_ptr(), tuple(A.data_ptr() for A in self.factors))
-        if getattr(self, "_log_cache_key", None) != key:
-            self._log_cache = (torch.log(self.weights), [torch.log(A) for A in self.factors])
-            self._log_cache_key = key
-        return self._log_cache
+        """Floating dtype of the parameters."""
+        return self.log_weights.dtype
 
     def __repr__(self) -> str:
-        return (f"CPDModel(rank={self.rank}, n_features={self.n_features}, device={self.device}, "
+        return (f"CPDModel(rank={self.rank}, n_variables={self.n_variables}, device={self.device}, "
                 f"dtype={self.dtype}, target={self.target})")
 
+    @staticmethod
+    def stack(models: Sequence["CPDModel"]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Padded log parameters of G models over the same variables, for batched work.
+
+        Parameters
+        ----------
+        models : sequence of CPDModel
+            Models with the same number of variables, device and dtype (ranks and alphabets
+            may differ).
+
+        Returns
+        -------
+        log_w : tensor of shape (G, F)
+            Log weights; ``-inf`` for components beyond a model's rank.
+        log_f : tensor of shape (G, V, I, F)
+            Log factors; ``-inf`` for values beyond a variable's alphabet, 0 (``log 1``) for
+            components beyond a model's rank. F and I are the largest over the models.
+
+        Raises
+        ------
+        ValueError
+            No models, or models over different numbers of variables.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from tensorprob import CPDModel
+        >>> a = CPDModel(torch.tensor([1.0], dtype=torch.float64), [torch.tensor([[0.5], [0.5]], dtype=torch.float64)])
+        >>> b = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64),
+        ...              [torch.tensor([[0.2, 0.3], [0.3, 0.3], [0.5, 0.4]], dtype=torch.float64)])
+        >>> log_w, log_f = CPDModel.stack([a, b])
+        >>> tuple(log_w.shape), tuple(log_f.shape)
+        ((2, 2), (2, 1, 3, 2))
+        >>> log_w[0].tolist()
+        [0.0, -inf]
+        """
+        models = list(models)
+        if not models:
+            raise ValueError("stack needs at least one model")
+        V = models[0].n_variables
+        if any(m.n_variables != V for m in models):
+            raise ValueError(f"models describe different numbers of variables: {[m.n_variables for m in models]}")
+        dev, dt = models[0].device, models[0].dtype
+        F = max(m.rank for m in models)
+        I = max(int(m.cardinalities.max()) for m in models)
+        log_w = torch.full((len(models), F), -torch.inf, dtype=dt, device=dev)
+        log_f = torch.full((len(models), V, I, F), -torch.inf, dtype=dt, device=dev)
+        for g, m in enumerate(models):  # assembling the models' small tables (no data loop)
+            log_w[g, : m.rank] = m.log_weights
+            for v, A in enumerate(m.log_factors):
+                log_f[g, v, : A.shape[0], : m.rank] = A
+                log_f[g, v, : A.shape[0], m.rank:] = 0.0
+        return log_w, log_f
+
+    def marginal(self, variables: Sequence[int]) -> "CPDModel":
+        """The model of the variables ``variables`` alone (the others summed out): a subset of factors.
+
+        Parameters
+        ----------
+        variables : sequence of int
+
+        Returns
+        -------
+        CPDModel
+            No label, no fit diagnostics.
+        """
+        var = self._check_variables(variables)
+        return CPDModel.from_log_params(self.log_weights, [self.log_factors[v] for v in var],
+                                        variable_names=[self.variable_names[v] for v in var])
+
     # -- conversion -----------------------------------------------------------------------
+    def _meta(self) -> dict:
+        return {"variable_names": self.variable_names, "target": self.target, "classes": self.classes,
+                "encoder": self.encoder_, "n_iter": self.n_iter_, "loglik_history": self.loglik_history_,
+                "converged": self.converged_}
+
     def to(self, device: Any = None, dtype: Any = None) -> "CPDModel":
-        """A copy on another device and/or dtype (history and metadata kept)."""
+        """A copy on another device and/or dtype (history and metadata kept).
+
+        Parameters
+        ----------
+        device : str or torch.device, optional
+        dtype : str or torch.dtype, optional
+
+        Returns
+        -------
+        CPDModel
+        """
         dev = resolve_device(device) if device is not None else self.device
         dt = resolve_dtype(dtype, dev) if dtype is not None else self.dtype
-        out = CPDModel(self.weights.to(dev, dt), [A.to(dev, dt) for A in self.factors],
-                       feature_names=self.feature_names, target=self.target, classes=self.classes)
-        out._copy_fit_info(self)
-        return out
-
-    def _copy_fit_info(self, other: "CPDModel") -> None:
-        self.n_iter_ = other.n_iter_
-        self.loglik_history_ = other.loglik_history_
-        self.converged_ = other.converged_
-        self.encoder_ = other.encoder_
+        return CPDModel.from_log_params(self.log_weights.to(dev, dt), [A.to(dev, dt) for A in self.log_factors],
+                                        **self._meta())
 
     def to_tensorly(self):
-        """The model as a ``tensorly.cp_tensor.CPTensor`` (weights, factors) with torch tensors."""
-        import tensorly as tl
-        from tensorly.cp_tensor import CPTensor
+        """The model as a ``tensorly.cp_tensor.CPTensor`` (weights, factors) with torch tensors.
+
+        Returns
+        -------
+        tensorly.cp_tensor.CPTensor
+
+        Raises
+        ------
+        ImportError
+            When tensorly (an optional dependency) is not installed.
+        """
+        try:
+            import tensorly as tl
+            from tensorly.cp_tensor import CPTensor
+        except ImportError as exc:
+            raise ImportError('CPDModel.to_tensorly needs tensorly: pip install "tensorprob[tensorly]"') from exc
 
         with tl.backend_context("pytorch"):
             return CPTensor((self.weights.clone(), [A.clone() for A in self.factors]))
@@ -143,6 +353,22 @@ class CPDModel:
 
         Columns are rescaled to sum to one with the scale moved into the weights, and the
         weights are normalised to sum to one (the tensor is read as a PMF up to scale).
+
+        Parameters
+        ----------
+        cp : CPTensor or (weights, factors)
+            ``weights`` may be None (all ones).
+        **kwargs
+            Passed to :class:`CPDModel` (``variable_names``, ``target``, ...).
+
+        Returns
+        -------
+        CPDModel
+
+        Raises
+        ------
+        ValueError
+            Negative entries, or a tensor that is zero everywhere.
         """
         weights, factors = cp
         factors = [torch.as_tensor(np.asarray(A) if not torch.is_tensor(A) else A) for A in factors]
@@ -165,10 +391,11 @@ class CPDModel:
         return cls(w / total, scaled, **kwargs)
 
     def to_dense(self) -> torch.Tensor:
-        """The full probability tensor (only for small models)."""
-        log_w, log_f = self._logs()
-        table = est.joint_log_table(log_w, log_f, list(range(self.n_features)))
-        return torch.exp(torch.logsumexp(table, 1)).reshape(tuple(int(i) for i in self.cardinalities))
+        """The full probability tensor, shape ``tuple(cardinalities)`` (only for small models)."""
+        cur = self.log_weights[None, :]
+        for A in self.log_factors:
+            cur = (cur[:, None, :] + A[None, :, :]).reshape(-1, self.rank)
+        return torch.exp(torch.logsumexp(cur, 1)).reshape(tuple(int(i) for i in self.cardinalities))
 
     # -- input checking -------------------------------------------------------------------
     def _codes(self, X: Any, variables: Sequence[int] | None = None) -> tuple[torch.Tensor, list[int]]:
@@ -176,14 +403,14 @@ class CPDModel:
 
         ``X`` may have all N columns, or exactly one column per entry of ``variables``.
         """
-        N = self.n_features
+        N = self.n_variables
         var = list(range(N)) if variables is None else self._check_variables(variables)
         if torch.is_tensor(X):
             if X.is_floating_point() or X.dtype == torch.bool:
                 raise TypeError(f"X must hold integer codes, got a {X.dtype} tensor")
             T = X.to(self.device, torch.int64)
         else:
-            arr = np.asarray(X)
+            arr = np.asarray(X)  # lists and other array-likes too
             if arr.dtype.kind not in "iu":
                 if arr.dtype.kind == "f" and arr.size and np.all(np.isnan(arr) | (arr == np.round(arr))):
                     arr = np.where(np.isnan(arr), -1, arr).astype(np.int64)
@@ -209,7 +436,7 @@ class CPDModel:
         if bool(bad.any()):
             r, c = (int(v) for v in torch.nonzero(bad)[0])
             n = var[c]
-            raise ValueError(f"code out of range in column {n} ({self.feature_names[n]!r}): value {int(sub[r, c])} "
+            raise ValueError(f"code out of range in column {n} ({self.variable_names[n]!r}): value {int(sub[r, c])} "
                              f"at row {r}, expected 0..{int(cards[n]) - 1} or -1 for missing")
         return full, var
 
@@ -217,7 +444,7 @@ class CPDModel:
         if isinstance(variables, (int, np.integer)):
             variables = [int(variables)]
         var = [int(v) for v in variables]
-        N = self.n_features
+        N = self.n_variables
         for v in var:
             if not 0 <= v < N:
                 raise ValueError(f"variable index {v} out of range for a model of {N} variables")
@@ -233,6 +460,15 @@ class CPDModel:
         return self._check_variables([target])[0]
 
     # -- probabilities --------------------------------------------------------------------
+    def _latent_log_joint(self, codes: torch.Tensor, variables: Sequence[int]) -> torch.Tensor:
+        """``log P(Z = f, x_S)`` for every row (M, F); missing entries (-1) are left out exactly."""
+        out = self.log_weights[None, :].expand(codes.shape[0], -1).clone()
+        for n in variables:  # loop over variables; each step is a gather vectorized over rows
+            x = codes[:, n]
+            g = self.log_factors[n][x.clamp_min(0)]
+            out += torch.where((x >= 0)[:, None], g, torch.zeros_like(g))
+        return out
+
     def log_prob(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
         """Log-probability (nats) of every row, marginal over ``variables`` (default all).
 
@@ -245,50 +481,74 @@ class CPDModel:
         Returns
         -------
         tensor of shape (M,)
+
+        Raises
+        ------
+        TypeError
+            Non-integer codes.
+        ValueError
+            A wrong number of columns or a code out of range.
         """
         codes, var = self._codes(X, variables)
-        log_w, log_f = self._logs()
-        return torch.logsumexp(est.latent_log_joint(log_w, log_f, codes, var), dim=1)
+        return torch.logsumexp(self._latent_log_joint(codes, var), dim=1)
 
     def posterior(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
-        """``P(Z = f | x)`` for every row: tensor of shape (M, F)."""
+        """``P(Z = f | x)`` for every row: tensor of shape (M, F) (``X`` as in :meth:`log_prob`)."""
         codes, var = self._codes(X, variables)
-        log_w, log_f = self._logs()
-        return torch.softmax(est.latent_log_joint(log_w, log_f, codes, var), dim=1)
+        return torch.softmax(self._latent_log_joint(codes, var), dim=1)
 
     def predict_proba(self, X: Any, target: int | None = None) -> torch.Tensor:
         """``P(X_target | x_rest)`` (the CPD classifier): tensor of shape (M, I_target).
 
-        ``X`` has all N columns (the target's column is ignored) or N - 1 (it is absent).
-        ``target`` defaults to the label variable.
+        Parameters
+        ----------
+        X : array-like or tensor of int codes
+            All N columns (the target's column is ignored) or N - 1 (it is absent).
+        target : int, optional
+            Defaults to the label variable.
+
+        Returns
+        -------
+        tensor of shape (M, I_target)
         """
         t = self._target_index(target)
-        rest = [n for n in range(self.n_features) if n != t]
-        if torch.is_tensor(X) or np.asarray(X).ndim == 2:
-            ncol = X.shape[1] if X.ndim == 2 else None
-            if ncol == self.n_features:
-                X = X[:, rest]
+        rest = [n for n in range(self.n_variables) if n != t]
+        if not torch.is_tensor(X):
+            X = np.asarray(X)
+        if X.ndim == 2 and X.shape[1] == self.n_variables:
+            X = X[:, rest]
         post = self.posterior(X, rest)
         return post @ self.factors[t].T
 
     def predict(self, X: Any, target: int | None = None) -> torch.Tensor:
-        """Most probable code of ``target`` given the rest (ties to the lowest code)."""
+        """Most probable code of ``target`` given the rest (ties to the lowest code); see :meth:`predict_proba`."""
         return torch.argmax(self.predict_proba(X, target), dim=1)
 
     def sample(self, n_samples: int, random_state: RandomStateLike = None, return_latent: bool = False):
-        """Draw ``n_samples`` rows of codes (and the latent classes if asked)."""
+        """Draw ``n_samples`` rows of codes (and the latent classes if asked).
+
+        Parameters
+        ----------
+        n_samples : int
+        random_state : int, Generator or None
+        return_latent : bool, default=False
+
+        Returns
+        -------
+        X : int64 tensor of shape (n_samples, N)
+        z : int64 tensor of shape (n_samples,)
+            Only with ``return_latent=True``.
+        """
         if int(n_samples) < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
         gen = make_generator(random_state, self.device)
-        log_w, log_f = self._logs()
-        X, z = est.sample(log_w, log_f, int(n_samples), gen)
-        return (X, z) if return_latent else X
+        X, z = self._core().sample(int(n_samples), gen)
+        return (X[0], z[0]) if return_latent else X[0]
 
     # -- information ----------------------------------------------------------------------
     def conditional_entropy_given_latent(self, variables: Sequence[int] | int) -> float:
         """Exact ``H(X_S | Z) = sum_{n in S} H(X_n | Z)`` in nats."""
-        log_w, log_f = self._logs()
-        return est.conditional_entropy_given_latent(log_w, log_f, self._check_variables(variables))
+        return float(self._core().h_given_z[0, self._check_variables(variables)].sum())
 
     def entropy(self, variables: Sequence[int] | None = None, method: str = "exact", n_samples: int = 10000,
                 random_state: RandomStateLike = None, samples: torch.Tensor | None = None) -> Estimate:
@@ -301,18 +561,30 @@ class CPDModel:
         method : {"exact", "mc"}
             Enumeration of the joint states (raises above the memory budget) or Monte-Carlo
             over ``n_samples`` model samples (or the given ``samples``, common random numbers).
+        n_samples : int, default=10000
+        random_state : int, Generator or None
+        samples : int tensor of shape (T, N), optional
 
         Returns
         -------
         Estimate
             ``(value, stderr)``; stderr is 0 for exact values.
+
+        Examples
+        --------
+        >>> import math, torch
+        >>> from tensorprob import CPDModel
+        >>> m = CPDModel(torch.tensor([1.0], dtype=torch.float64), [torch.full((4, 1), 0.25, dtype=torch.float64)] * 2)
+        >>> round(m.entropy().value / math.log(4), 6)
+        2.0
         """
-        var = list(range(self.n_features)) if variables is None else self._check_variables(variables)
-        log_w, log_f = self._logs()
+        var = list(range(self.n_variables)) if variables is None else self._check_variables(variables)
         if method == "exact":
-            return Estimate(est.entropy_exact(log_w, log_f, var), 0.0)
+            v, _ = information(self._core(), var, estimator="entropy_exact")
+            return Estimate(float(v[0]), 0.0)
         X = self._mc_samples(method, n_samples, random_state, samples)
-        return Estimate(*est._mean_se(est.mc_terms(log_w, log_f, X, var)["neg_log_p"]))
+        v, se = information(self._core(), var, estimator="entropy", samples=X[None])
+        return Estimate(float(v[0]), float(se[0]))
 
     def _mc_samples(self, method: str, n_samples: int, random_state: RandomStateLike, samples: Any) -> torch.Tensor:
         if method != "mc":
@@ -335,17 +607,33 @@ class CPDModel:
         method : {"exact", "mc"}
         estimator : {"rao_blackwell", "paper"}
             For the latent target with ``method="mc"``: ``H(Z) - E[H(P(Z|x_S))]``
-            (Rao-Blackwellized, lower variance) or ``H^(X_S) - sum H(X_n|Z)`` (paper 000).
-            For a variable target the Monte-Carlo estimator is ``H(X_t) - E[H(P(X_t|x_S))]``.
+            (Rao-Blackwellized, lower variance) or ``H^(X_S) - sum H(X_n|Z)`` (the plug-in
+            form of Amiridi et al.). For a variable target the Monte-Carlo estimator is
+            ``H(X_t) - E[H(P(X_t|x_S))]``.
+        n_samples, random_state, samples
+            As in :meth:`entropy`.
 
         Returns
         -------
         Estimate
+
+        Raises
+        ------
+        ValueError
+            An unknown target, method or estimator, or a target inside ``variables``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from tensorprob import CPDModel
+        >>> m = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64),
+        ...              [torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)] * 2)
+        >>> round(m.mutual_information([0]).value, 6), round(m.mutual_information([0], target=1).value, 6)
+        (0.693147, 0.693147)
         """
         var = self._check_variables(variables)
         if estimator not in ("rao_blackwell", "paper"):
             raise ValueError(f"estimator must be 'rao_blackwell' or 'paper', got {estimator!r}")
-        log_w, log_f = self._logs()
         if isinstance(target, str):
             if target != "latent":
                 raise ValueError(f"target must be 'latent' or a variable index, got {target!r}")
@@ -355,53 +643,59 @@ class CPDModel:
             if t in var:
                 raise ValueError(f"target variable {t} is also in variables")
         if method == "exact":
-            h_s = est.entropy_exact(log_w, log_f, var)
-            if t is None:
-                return Estimate(h_s - est.conditional_entropy_given_latent(log_w, log_f, var), 0.0)
-            h_t = est.entropy_exact(log_w, log_f, [t])
-            return Estimate(h_s + h_t - est.entropy_exact(log_w, log_f, var + [t]), 0.0)
+            v, _ = information(self._core(), var, target=t, estimator="exact")
+            return Estimate(float(v[0]), 0.0)
         X = self._mc_samples(method, n_samples, random_state, samples)
-        terms = est.mc_terms(log_w, log_f, X, var, target=t)
-        if t is not None:
-            h_t = est.entropy_exact(log_w, log_f, [t])
-            m, se = est._mean_se(terms["target_entropy"])
-            return Estimate(h_t - m, se)
-        if estimator == "paper":
-            m, se = est._mean_se(terms["neg_log_p"])
-            return Estimate(m - est.conditional_entropy_given_latent(log_w, log_f, var), se)
-        m, se = est._mean_se(terms["post_entropy"])
-        return Estimate(est.latent_entropy(log_w) - m, se)
+        kind = "mc" if estimator == "paper" and t is None else "rao_blackwell"
+        v, se = information(self._core(), var, target=t, estimator=kind, samples=X[None])
+        return Estimate(float(v[0]), float(se[0]))
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Save parameters, names, history and class labels (``torch.save``; no pickled code)."""
+        """Save log parameters, names, history, class labels and the encoder (``torch.save``).
+
+        The encoder, when there is one, is stored pickled; :meth:`load` unpickles it, so load
+        only files you trust.
+        """
         state = {
-            "format": "tensorprob.CPDModel/1",
-            "weights": self.weights.detach().cpu(),
-            "factors": [A.detach().cpu() for A in self.factors],
-            "feature_names": list(self.feature_names),
+            "format": "tensorprob.CPDModel/2",
+            "log_weights": self.log_weights.detach().cpu(),
+            "log_factors": [A.detach().cpu() for A in self.log_factors],
+            "variable_names": list(self.variable_names),
             "target": self.target,
             "classes": None if self.classes is None else [str(c) for c in np.asarray(self.classes).tolist()],
             "classes_dtype": None if self.classes is None else str(np.asarray(self.classes).dtype),
             "n_iter": int(self.n_iter_),
             "loglik_history": torch.as_tensor(np.asarray(self.loglik_history_, dtype=np.float64)),
             "converged": bool(self.converged_),
+            "encoder": None if self.encoder_ is None else
+            torch.frombuffer(bytearray(pickle.dumps(self.encoder_)), dtype=torch.uint8),
         }
         torch.save(state, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: Any = None) -> "CPDModel":
-        """Load a model written by :meth:`save`, onto ``device`` (default: the CPU)."""
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(state, dict) or state.get("format") != "tensorprob.CPDModel/1":
+        """Load a model written by :meth:`save`, onto ``device`` (default: the CPU).
+
+        Raises
+        ------
+        ValueError
+            The file is not a saved model.
+        """
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - torch raises several unrelated types on junk
+            raise ValueError(f"{os.fspath(path)!r} is not a saved tensorprob CPDModel ({exc})") from exc
+        if not isinstance(state, dict) or state.get("format") != "tensorprob.CPDModel/2":
             raise ValueError(f"{os.fspath(path)!r} is not a saved tensorprob CPDModel")
         classes = state["classes"]
         if classes is not None:
             classes = np.asarray(classes).astype(state["classes_dtype"]) if state["classes_dtype"] != "object" \
                 else np.asarray(classes, dtype=object)
-        m = cls(state["weights"], state["factors"], feature_names=state["feature_names"], target=state["target"],
-                classes=classes)
-        m.n_iter_ = state["n_iter"]
-        m.loglik_history_ = state["loglik_history"].numpy()
-        m.converged_ = state["converged"]
+        encoder = None
+        if state["encoder"] is not None:
+            encoder = pickle.load(io.BytesIO(to_numpy(state["encoder"]).tobytes()))
+        m = cls.from_log_params(state["log_weights"], state["log_factors"], variable_names=state["variable_names"],
+                                target=state["target"], classes=classes, encoder=encoder, n_iter=state["n_iter"],
+                                loglik_history=state["loglik_history"].numpy(), converged=state["converged"])
         return m.to(device) if device is not None else m

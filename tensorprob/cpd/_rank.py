@@ -7,9 +7,12 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state
-from ..counting import Incidence, unique_rows
-from ._fit import _check_int, fit_batched, prepare_data
+from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
+from ..counting import Incidence
+from ._em import _log_floor
+from ._fit import fit_batched
+from ._model import CPDModel
+from ._validation import PreparedData, _check_int, prepare_data
 
 
 @dataclass
@@ -59,8 +62,6 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     -------
     RankSelection
     """
-    from sklearn.model_selection import StratifiedKFold
-
     ranks = [_check_int("ranks entry", r, 1) for r in ranks]
     if not ranks:
         raise ValueError("ranks must not be empty")
@@ -70,46 +71,51 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins)
+    return _select_rank_prepared(prep, ranks, cv, device=dev, dtype=dt, n_restarts=_check_int("n_restarts", n_restarts, 1),
+                                 n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
+                                 seed=seed_from_random_state(random_state))
+
+
+def _select_rank_prepared(prep: PreparedData, ranks: list[int], cv: int, *, device: torch.device, dtype: torch.dtype,
+                          n_restarts: int, n_iter_max: int, tol: float, alpha: float, seed: int) -> RankSelection:
+    """:func:`select_rank` on validated data whose label is variable ``prep.target`` (distinct rows reused)."""
+    from sklearn.model_selection import StratifiedKFold
+
     t = prep.target
     ycodes = prep.codes[:, t]
     counts = np.bincount(ycodes)
     if counts.min() < cv:
         raise ValueError(f"cv={cv} folds need at least {cv} samples of every class; the smallest class has "
                          f"{int(counts.min())}")
-    seed = seed_from_random_state(random_state)
     folds = StratifiedKFold(n_splits=cv, shuffle=True, random_state=seed % 2**32)
     M = prep.codes.shape[0]
     train = np.zeros((M, cv))
     for k, (tr, _) in enumerate(folds.split(np.zeros(M), ycodes)):
         train[tr, k] = 1.0
-    codes = torch.as_tensor(prep.codes, device=dev)
-    both = torch.as_tensor(np.concatenate([train, 1.0 - train], axis=1), dtype=torch.float64, device=dev)
-    rows, merged, _ = unique_rows(codes, both)
+    rows, merged = prep.merge(np.concatenate([train, 1.0 - train], axis=1), device)
     W_train, W_val = merged[:, :cv].contiguous(), merged[:, cv:]
     cards = torch.as_tensor(prep.cards)
-    results = fit_batched(rows, cards, W_train, ranks, n_restarts=_check_int("n_restarts", n_restarts, 1),
-                          n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
-                          init="kmeans++", seed=seed, dtype=dt)
-    errors = _batched_validation_error(rows, cards, t, results, W_val, len(ranks), cv, dt)
+    models = fit_batched(rows, cards, W_train, ranks, n_restarts=n_restarts, n_iter_max=n_iter_max, tol=tol,
+                         alpha=alpha, init="kmeans++", seed=seed, dtype=dtype)
+    errors = _batched_validation_error(rows, cards, t, models, W_val, len(ranks), cv, dtype)
     mean = errors.mean(1)
     best = int(np.flatnonzero(mean == mean.min())[0])
-    ll = np.array([r["loglik"] for r in results]).reshape(len(ranks), cv)
+    ll = np.array([m.loglik_history_[-1] for m in models]).reshape(len(ranks), cv)
     return RankSelection(ranks[best], np.asarray(ranks), errors, mean, ll)
 
 
-def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: int, results: list[dict],
+def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: int, models: list[CPDModel],
                               W_val: torch.Tensor, n_ranks: int, cv: int, dtype: torch.dtype) -> np.ndarray:
     """Weighted misclassification rate of every (rank, fold) model on its held-out rows, in one pass."""
     device = rows.device
-    B = len(results)
-    Fmax = max(r["weights"].numel() for r in results)
+    B = len(models)
     D = int(cards.sum())
-    log_A = torch.zeros(D, B, Fmax, dtype=dtype, device=device)
-    log_lam = torch.full((B, Fmax), -torch.inf, dtype=torch.float64, device=device)
-    for b, r in enumerate(results):
-        F = r["weights"].numel()
-        log_A[:, b, :F] = torch.log(torch.cat(r["factors"], 0)).clamp_min(torch.finfo(dtype).min / (len(cards) + 2))
-        log_lam[b, :F] = torch.log(r["weights"].to(torch.float64))
+    log_w, log_f = CPDModel.stack(models)  # (B, Fmax), (B, N, Imax, Fmax): straight from the EM, no re-logging
+    Fmax = log_w.shape[1]
+    # (D, B, Fmax) in the incidence's column order; log 0 of a model built by hand becomes the finite floor
+    log_A = torch.cat([log_f[:, n, : int(c)] for n, c in enumerate(cards.tolist())], 1).permute(1, 0, 2)
+    log_A = log_A.clamp_min(_log_floor(dtype, len(cards))).contiguous()
+    log_lam = log_w.to(torch.float64)
     features = rows.clone()
     features[:, target] = -1  # the label is what is predicted: leave it out of the posterior
     off = int(cards[:target].sum())
@@ -124,5 +130,5 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
         proba = torch.einsum("mbf,cbf->mbc", post, A_y)
         pred = proba.argmax(2)
         wrong += (Wv[start:stop] * (pred != rows[start:stop, target][:, None])).sum(0)
-    err = (wrong / Wv.sum(0)).cpu().numpy()
+    err = to_numpy(wrong / Wv.sum(0))
     return err.reshape(n_ranks, cv)

@@ -1,11 +1,12 @@
 """Shipped datasets and planted-model generators."""
-from ._shipped import PLANTED_SHAPES, Dataset, list_datasets, load_dataset, load_keel, load_mnist_subset, make_planted
+from ._shipped import PLANTED_SHAPES, Dataset, list_datasets, load_dataset, load_keel, load_mnist_subset
 from ._synthetic import (
     LatentClassSample,
     gaussian_mixture_gmi_bound,
     make_gaussian_mixture,
     make_heterogeneous,
     make_latent_class,
+    make_planted,
     make_tree_model,
     make_xor,
     sample_from_factors,

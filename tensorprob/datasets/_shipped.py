@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._device import RandomStateLike
+from ._synthetic import make_planted
 
 
 class Dataset(NamedTuple):
@@ -172,49 +173,6 @@ def _finish(X: Any, y: np.ndarray, meta: dict, *, name: str, source: str, as_fra
             "n_classes": int(len(classes)), "class_names": meta.pop("class_names", [str(c) for c in classes]),
             "categorical": categorical, "paper_names": _PAPER_NAMES.get(name, []), **meta}
     return Dataset(X, y, meta)
-
-
-def make_planted(shape: str | tuple[int, int, int, int], *, rank: int = 10, concentration: float = 0.3,
-                 random_state: RandomStateLike = 0, as_frame: bool = False, device: str = "cpu") -> Dataset:
-    """A labelled sample of a planted latent class model: the label is the CPD's last mode.
-
-    Parameters
-    ----------
-    shape : str or (n_samples, n_features, n_values, n_classes)
-        ``"planted-mnist70k"`` (70,000 x 784, 5 values, 10 classes), ``"planted-coil20"``
-        (1,440 x 1,024, 5 values, 20 classes) or an explicit shape.
-    rank : int, default 10
-    concentration : float, default 0.3
-        Dirichlet parameter of the factor columns (see :func:`make_latent_class`).
-    random_state, as_frame, device : see :func:`load_dataset` / :func:`make_latent_class`
-
-    Returns
-    -------
-    Dataset
-        ``X`` int64 codes (as float64 when ``as_frame`` is False, to match the real sets),
-        ``y`` int64 labels; ``metadata`` also holds the true ``weights`` and ``factors``.
-    """
-    from ._synthetic import make_latent_class
-
-    if isinstance(shape, str):
-        key = _ALIASES.get(shape.lower(), shape.lower())
-        if key not in PLANTED_SHAPES:
-            raise ValueError(f"unknown planted shape {shape!r}; known: {', '.join(PLANTED_SHAPES)}")
-        n, f, v, c, desc = PLANTED_SHAPES[key]
-    else:
-        try:
-            n, f, v, c = (int(s) for s in shape)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"shape must be a name or (n_samples, n_features, n_values, n_classes), got {shape!r}") from exc
-        key, desc = f"planted-{n}x{f}", f"planted latent class sample {n} x {f}, {v} values, {c} classes"
-        if c < 2:
-            raise ValueError(f"a labelled planted set needs n_classes >= 2, got {c}")
-    s = make_latent_class(n, [v] * f + [c], rank, concentration=concentration, random_state=random_state,
-                          device=device)
-    X, y = s.X[:, :f], s.X[:, f].astype(np.int64)
-    meta = {"description": desc + f" (rank {rank})", "feature_names": [f"x{j}" for j in range(f)],
-            "weights": s.weights, "factors": s.factors, "rank": rank}
-    return _finish(X.astype(np.float64), y, meta, name=key, source="planted", as_frame=as_frame)
 
 
 def load_mnist_subset() -> tuple[np.ndarray, np.ndarray]:

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from .._device import RandomStateLike, make_generator, resolve_device
+from ..information._sampling import sample_from_factors
 
 
 class LatentClassSample(NamedTuple):
@@ -91,17 +92,6 @@ def _dirichlet(gen: torch.Generator, device: torch.device):
         return g / g.sum(-1, keepdim=True)
 
     return draw
-
-
-def sample_from_factors(factors: Sequence[torch.Tensor], z: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Draw x_n ~ A_n[:, z] for every row (inverse-CDF sampling, vectorized over rows)."""
-    n = z.shape[0]
-    out = torch.empty((n, len(factors)), dtype=torch.int64, device=z.device)
-    u = torch.rand((n, len(factors)), generator=gen, dtype=torch.float64, device=z.device)
-    for j, A in enumerate(factors):  # loop over variables only; each step is vectorized over rows
-        cdf = torch.cumsum(A.to(torch.float64), 0).T[z]  # (n, I)
-        out[:, j] = torch.searchsorted(cdf, u[:, j:j + 1].contiguous()).clamp_max(A.shape[0] - 1)[:, 0]
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -284,3 +274,46 @@ def gaussian_mixture_gmi_bound(n_classes: int, *, mu: float = 0.5, variance: flo
     integrand = torch.where(s > 0, f * pi / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(s))
     val = (wts.unsqueeze(1) * wts.unsqueeze(0) * integrand).sum()
     return float(1.0 - 2.0 * val)
+
+
+def make_planted(shape: str | tuple[int, int, int, int], *, rank: int = 10, concentration: float = 0.3,
+                 random_state: RandomStateLike = 0, as_frame: bool = False, device: str = "cpu") -> "Dataset":
+    """A labelled sample of a planted latent class model: the label is the CPD's last mode.
+
+    Parameters
+    ----------
+    shape : str or (n_samples, n_features, n_values, n_classes)
+        ``"planted-mnist70k"`` (70,000 x 784, 5 values, 10 classes), ``"planted-coil20"``
+        (1,440 x 1,024, 5 values, 20 classes) or an explicit shape.
+    rank : int, default 10
+    concentration : float, default 0.3
+        Dirichlet parameter of the factor columns (see :func:`make_latent_class`).
+    random_state, as_frame, device : see :func:`load_dataset` / :func:`make_latent_class`
+
+    Returns
+    -------
+    Dataset
+        ``X`` int64 codes (as float64 when ``as_frame`` is False, to match the real sets),
+        ``y`` int64 labels; ``metadata`` also holds the true ``weights`` and ``factors``.
+    """
+    from ._shipped import _ALIASES, PLANTED_SHAPES, _finish  # the shipped-set table and metadata
+
+    if isinstance(shape, str):
+        key = _ALIASES.get(shape.lower(), shape.lower())
+        if key not in PLANTED_SHAPES:
+            raise ValueError(f"unknown planted shape {shape!r}; known: {', '.join(PLANTED_SHAPES)}")
+        n, f, v, c, desc = PLANTED_SHAPES[key]
+    else:
+        try:
+            n, f, v, c = (int(s) for s in shape)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"shape must be a name or (n_samples, n_features, n_values, n_classes), got {shape!r}") from exc
+        key, desc = f"planted-{n}x{f}", f"planted latent class sample {n} x {f}, {v} values, {c} classes"
+        if c < 2:
+            raise ValueError(f"a labelled planted set needs n_classes >= 2, got {c}")
+    s = make_latent_class(n, [v] * f + [c], rank, concentration=concentration, random_state=random_state,
+                          device=device)
+    X, y = s.X[:, :f], s.X[:, f].astype(np.int64)
+    meta = {"description": desc + f" (rank {rank})", "feature_names": [f"x{j}" for j in range(f)],
+            "weights": s.weights, "factors": s.factors, "rank": rank}
+    return _finish(X.astype(np.float64), y, meta, name=key, source="planted", as_frame=as_frame)

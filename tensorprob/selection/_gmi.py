@@ -31,7 +31,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._device import make_generator, resolve_device, resolve_dtype
-from ..estimators._mst import pairwise_gmi
+from ..information._mst import pairwise_gmi
 from ._continuous import validate_real_xy
 
 __all__ = ["GMI", "eliminate_by_total_dependency"]

@@ -11,6 +11,7 @@ column per candidate, a (T x candidates x F) computation chunked to the memory b
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,10 @@ from .._config import progress_bar
 from .._device import make_generator, seed_from_random_state
 from ..counting import unique_rows
 from ..cpd._fit import fit_batched
-from ..estimators._cpd import CPDInformation, stacked_information
+from ..cpd._model import CPDModel
+from ..information._cpd import CPDInformation, stacked_information
 from ._base import BaseSelector
+from ._greedy import lowest_argmax
 
 
 def greedy_information(info: CPDInformation, candidates: list[int], k: int | None, *, lazy: bool = False,
@@ -59,7 +62,8 @@ def greedy_information(info: CPDInformation, candidates: list[int], k: int | Non
             vals, ses = info.evaluate(rest)
             gains = vals.double().cpu() - current
             bounds = gains.clone()
-            pos = int(torch.argmax(gains))  # first maximum: lowest index among ties
+            # the one tie rule of the package: lowest index among (dtype-aware) ties
+            pos = lowest_argmax(gains.to(vals.dtype), torch.ones(gains.numel(), dtype=torch.bool))
             best_gain = float(gains[pos])
         else:
             order = torch.sort(bounds, descending=True, stable=True).indices
@@ -118,20 +122,14 @@ def remodel_greedy(codes: torch.Tensor, cards: torch.Tensor, label: int, candida
             mask = torch.zeros(len(cols), G, dtype=torch.bool, device=device)
             mask[:base] = True
             mask[base + torch.arange(G), torch.arange(G)] = True
-            res = fit_batched(rows, cards[cols], W.repeat(1, G), [rank], n_restarts=n_restarts, n_iter_max=n_iter_max,
-                              tol=tol, alpha=0.0, init="kmeans++",
-                              seed=int(np.random.SeedSequence([seed, step, a]).generate_state(1)[0]), dtype=dtype,
-                              var_mask=mask)
-            # variables of model g: S, its candidate, and the label last
+            fits = fit_batched(rows, cards[cols], W.repeat(1, G), [rank], n_restarts=n_restarts,
+                               n_iter_max=n_iter_max, tol=tol, alpha=0.0, init="kmeans++",
+                               seed=int(np.random.SeedSequence([seed, step, a]).generate_state(1)[0]), dtype=dtype,
+                               var_mask=mask)
+            # model g describes S, its candidate and the label (last); the other columns are marginalized
             var_pos = list(range(len(selected)))
-            Imax = int(cards[cols].max())
+            log_w, log_f = CPDModel.stack([m.marginal(var_pos + [base + g, len(selected)]) for g, m in enumerate(fits)])
             V = len(selected) + 2
-            log_w = torch.stack([torch.log(r["weights"]) for r in res])
-            log_f = torch.full((G, V, Imax, rank), -torch.inf, dtype=dtype, device=device)
-            for g, r in enumerate(res):  # assembling the G fitted models' tables (no data loop)
-                for v, p in enumerate(var_pos + [base + g, len(selected)]):
-                    A = r["factors"][p]
-                    log_f[g, v, : A.shape[0]] = torch.log(A)
             if target == "latent":
                 v, se = stacked_information(log_w, log_f[:, :-1], target=None, estimator=estimator,
                                             n_samples=n_samples, gen=gen)
@@ -141,7 +139,7 @@ def remodel_greedy(codes: torch.Tensor, cards: torch.Tensor, label: int, candida
             vals_all.append(v.double().cpu())
             ses_all.append(se.double().cpu())
         vals = torch.cat(vals_all)
-        pos = int(torch.argmax(vals))
+        pos = lowest_argmax(vals.to(dtype), torch.ones(vals.numel(), dtype=torch.bool))
         if k is None and float(vals[pos]) - current < auto_tol:
             break
         j = rest.pop(pos)
@@ -157,14 +155,32 @@ _TARGETS = ("latent", "label")
 _ESTIMATORS = ("mc", "rao_blackwell", "exact")
 
 
+@dataclass
+class GSMCPDResult:
+    """What :func:`gsm_cpd_fit` finds (the fitted attributes of :class:`GSMCPD`)."""
+
+    selected: np.ndarray  # (k,) int64 feature indices in pick order
+    scores: np.ndarray  # (k,) g(S) after each pick (nats)
+    scores_stderr: np.ndarray  # (k,) Monte-Carlo standard errors (0 for exact)
+    rank: int
+    model: CPDModel | None  # the CPD of (X, y); None with remodel
+    rank_errors: np.ndarray | None  # mean validation error per candidate rank, when the rank was chosen
+
+
 def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_classes: int, k: int | None, *,
                 rank: int | None, ranks: tuple, cv: int, target: str, estimator: str, n_samples: int, lazy: bool,
                 remodel: bool, auto_tol: float, n_restarts: int, n_iter_max: int, tol: float, device: torch.device,
-                dtype: torch.dtype, random_state: Any) -> dict:
-    """Run GSM-CPD on coded data; returns a dict of fitted attributes (see :class:`GSMCPD`)."""
+                dtype: torch.dtype, random_state: Any) -> GSMCPDResult:
+    """Run GSM-CPD on validated codes (the label as ``y_codes``); see :class:`GSMCPD`.
+
+    The codes are taken as validated by the selector: they are stacked with the label once
+    and their distinct rows are found once, shared by the rank selection and the fit.
+    """
     import warnings
 
-    from ..cpd import fit_cpd, select_rank
+    from ..cpd._fit import _fit_prepared
+    from ..cpd._rank import _select_rank_prepared
+    from ..cpd._validation import PreparedData
 
     if target not in _TARGETS:
         raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
@@ -176,13 +192,17 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
     seed = seed_from_random_state(random_state)
     full = np.concatenate([codes, y_codes[:, None]], axis=1).astype(np.int64)
     full_cards = np.concatenate([cards, [n_classes]]).astype(np.int64)
-    n_distinct = np.unique(full, axis=0).shape[0]
+    label = full.shape[1] - 1
+    prep = PreparedData(full, full_cards, [f"x{j}" for j in range(label)] + ["y"], target=label,
+                        classes=np.arange(n_classes))
+    n_distinct = prep.distinct(device)[0].shape[0]
     if rank is None:
         usable = [r for r in ranks if r <= n_distinct]
         if not usable:
             raise ValueError(f"every candidate rank {tuple(ranks)} exceeds the {n_distinct} distinct rows of the data")
-        sel = select_rank(codes, y_codes, ranks=usable, cv=cv, device=device, dtype=dtype, n_restarts=n_restarts,
-                          n_iter_max=n_iter_max, tol=tol, random_state=seed, cardinalities=cards)
+        sel = _select_rank_prepared(prep, [int(r) for r in usable], int(cv), device=device, dtype=dtype,
+                                    n_restarts=n_restarts, n_iter_max=n_iter_max, tol=float(tol), alpha=0.0,
+                                    seed=seed)
         rank, rank_errors = sel.best_rank, sel.mean_errors
     else:
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
@@ -191,7 +211,6 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
             raise ValueError(f"rank={rank} is too large for the data: only {n_distinct} distinct rows "
                              "(features and label)")
         rank_errors = None
-    label = full.shape[1] - 1
     candidates = list(range(label))
     if remodel:
         sel_, vals, ses = remodel_greedy(torch.as_tensor(full, device=device), torch.as_tensor(full_cards), label,
@@ -202,21 +221,21 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # re-raised below with the numbers
-            model = fit_cpd(full, rank=int(rank), device=device, dtype=dtype, n_restarts=n_restarts,
-                            n_iter_max=n_iter_max, tol=tol, random_state=seed, cardinalities=full_cards)
+            model = _fit_prepared(prep, [int(rank)], np.ones((full.shape[0], 1)), device=device, dtype=dtype,
+                                  n_restarts=n_restarts, n_iter_max=n_iter_max, tol=float(tol), alpha=0.0,
+                                  init="kmeans++", random_state=seed)[0]
         if not model.converged_:
             h = model.loglik_history_
             warnings.warn(f"GSM-CPD: the rank-{rank} CPD did not converge in {model.n_iter_} iterations (last "
                           f"relative change {abs(h[-1] - h[-2]) / max(abs(h[-2]), 1e-12):.2e} > tol={tol:g}); "
                           "selections rest on an unconverged model", UserWarning, stacklevel=3)
-        log_w, log_f = model._logs()
+        log_w, log_f = CPDModel.stack([model])
         samples = None if estimator == "exact" else model.sample(int(n_samples), random_state=seed + 1)
-        info = CPDInformation(log_w, log_f, target=None if target == "latent" else label, estimator=estimator,
+        info = CPDInformation(log_w[0], log_f[0], target=None if target == "latent" else label, estimator=estimator,
                               samples=samples)
         sel_, vals, ses = greedy_information(info, candidates, k, lazy=lazy, auto_tol=auto_tol)
-    return {"selected_": np.asarray(sel_, dtype=np.int64), "scores_": np.asarray(vals, dtype=np.float64),
-            "scores_stderr_": np.asarray(ses, dtype=np.float64), "rank_": int(rank), "model_": model,
-            "rank_errors_": rank_errors}
+    return GSMCPDResult(np.asarray(sel_, dtype=np.int64), np.asarray(vals, dtype=np.float64),
+                        np.asarray(ses, dtype=np.float64), int(rank), model, rank_errors)
 
 
 class GSMCPD(BaseSelector):
@@ -307,6 +326,6 @@ class GSMCPD(BaseSelector):
                           lazy=bool(self.lazy), remodel=bool(self.remodel), auto_tol=float(self.auto_tol),
                           n_restarts=self.n_restarts, n_iter_max=self.n_iter_max, tol=self.tol, device=device,
                           dtype=dtype, random_state=self.random_state)
-        self.scores_stderr_ = out["scores_stderr_"]
-        self.rank_, self.model_, self.rank_errors_ = out["rank_"], out["model_"], out["rank_errors_"]
-        return out["selected_"], out["scores_"]
+        self.scores_stderr_ = out.scores_stderr
+        self.rank_, self.model_, self.rank_errors_ = out.rank, out.model, out.rank_errors
+        return out.selected, out.scores

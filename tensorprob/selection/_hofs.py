@@ -60,7 +60,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 
 from .._device import chunk_rows, make_generator, resolve_device, resolve_dtype
-from ..estimators._ica import fit_last_rows, spacing_entropy
+from ..information._ica import fit_last_rows, spacing_entropy
 from ._continuous import validate_real_xy
 
 __all__ = ["HOFS", "hofs_select"]

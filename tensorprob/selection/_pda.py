@@ -7,7 +7,7 @@ import torch
 
 from .._device import block_budget, chunk_ranges
 from ..counting import gather_conditional, joint_table
-from ..estimators._variational import VariationalState
+from ..information._variational import VariationalState
 from ._base import GreedySelector
 from ._classic import ClassicCriterion
 from ._greedy import Criterion, SelectionData

@@ -1,0 +1,172 @@
+"""``CPD``: the scikit-learn estimator around :func:`fit_cpd` (as tensorly's ``CP`` around ``parafac``)."""
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._device import RandomStateLike, to_numpy
+from ._fit import fit_cpd
+from ._model import CPDModel
+
+
+class CPD(BaseEstimator):
+    """Nonnegative canonical polyadic decomposition (CPD) model of a joint PMF, as a scikit-learn estimator.
+
+    A thin class: it stores the parameters of :func:`fit_cpd`, calls it in :meth:`fit` and
+    keeps the fitted :class:`CPDModel` in ``model_``, so a CPD goes into a ``Pipeline`` or a
+    ``GridSearchCV`` (scored by the mean log-likelihood of held-out rows).
+
+    Parameters
+    ----------
+    rank : int, default=20
+        Number of components F.
+    n_restarts : int, default=1
+        Starts; the one with the best final training log-likelihood is kept.
+    n_iter_max : int, default=500
+        Largest number of expectation-maximization (EM) iterations.
+    tol : float, default=1e-6
+        Relative change of the mean log-likelihood at which EM stops.
+    alpha : float, default=0.0
+        Dirichlet smoothing pseudo-count (0 = maximum likelihood). Positive values keep every
+        value of positive probability, which held-out scoring needs when a value is rare.
+    init : {"kmeans++", "random"}, default="kmeans++"
+    cardinalities : sequence of int, optional
+        Alphabet sizes when ``X`` is codes (default ``max + 1`` per column of the fitted data).
+    discretizer : str or transformer, default="uniform"
+    n_bins : int, default=5
+    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+    dtype : {"float32", "float64"} or torch.dtype, optional
+    random_state : int, Generator or None
+
+    Attributes
+    ----------
+    model_ : CPDModel
+        The fitted model (the label, when ``fit`` got ``y``, is its last variable).
+    n_iter_ : int
+        EM iterations of the fit.
+    converged_ : bool
+
+    See Also
+    --------
+    fit_cpd : the function this class calls.
+    CPDModel : the fitted model.
+
+    Examples
+    --------
+    >>> import tensorprob
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> data = tensorprob.datasets.make_latent_class(600, [3, 3, 4], 2, random_state=0)
+    >>> cpd = tensorprob.CPD(rank=2, device="cpu", random_state=0).fit(data.X)
+    >>> cpd.model_.rank
+    2
+    >>> search = GridSearchCV(tensorprob.CPD(device="cpu", alpha=0.1, random_state=0),
+    ...                       {"rank": [1, 2]}, cv=3).fit(data.X)
+    >>> search.best_params_
+    {'rank': 2}
+    """
+
+    _parameter_constraints: dict = {
+        "rank": [Interval(Integral, 1, None, closed="left")],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_max": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "init": [StrOptions({"kmeans++", "random"})],
+        "cardinalities": ["array-like", None],
+        "discretizer": [str, object],
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "device": [str, torch.device],
+        "dtype": [str, torch.dtype, None],
+        "random_state": ["random_state", torch.Generator],
+    }
+
+    def __init__(self, rank: int = 20, *, n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6,
+                 alpha: float = 0.0, init: str = "kmeans++", cardinalities: Any = None, discretizer: Any = "uniform",
+                 n_bins: int = 5, device: Any = "auto", dtype: Any = None, random_state: RandomStateLike = None) -> None:
+        self.rank = rank
+        self.n_restarts = n_restarts
+        self.n_iter_max = n_iter_max
+        self.tol = tol
+        self.alpha = alpha
+        self.init = init
+        self.cardinalities = cardinalities
+        self.discretizer = discretizer
+        self.n_bins = n_bins
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> "CPD":
+        """Fit the model to ``X`` (and the labels ``y``, modelled as one more variable).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Integer codes (-1 = missing) or raw data (encoded by :func:`tensorprob.encode`).
+        y : array-like of shape (n_samples,), optional
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        self.model_ = fit_cpd(X, rank=self.rank, y=y, device=self.device, dtype=self.dtype,
+                              n_restarts=self.n_restarts, n_iter_max=self.n_iter_max, tol=self.tol, alpha=self.alpha,
+                              sample_weight=sample_weight, init=self.init, random_state=self.random_state,
+                              cardinalities=self.cardinalities, discretizer=self.discretizer, n_bins=self.n_bins)
+        self.n_iter_ = self.model_.n_iter_
+        self.converged_ = self.model_.converged_
+        return self
+
+    def _rows(self, X: Any, y: Any = None) -> Any:
+        """Codes of ``X`` (and ``y``) in the model's variables."""
+        check_is_fitted(self, "model_")
+        m = self.model_
+        if m.encoder_ is not None and not (torch.is_tensor(X) or np.asarray(X).dtype.kind in "iu"):
+            X = m.encoder_.transform(X)
+        X = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
+        if y is not None and m.target is not None:
+            codes = np.searchsorted(m.classes, np.asarray(y))
+            known = (codes < len(m.classes)) & (m.classes[np.minimum(codes, len(m.classes) - 1)] == np.asarray(y))
+            X = np.column_stack([X, np.where(known, codes, -1)])
+        return X
+
+    def score_samples(self, X: Any, y: Any = None) -> np.ndarray:
+        """Log-likelihood (nats) of every row (with its label, when the model has one and ``y`` is given)."""
+        m = self.model_ if hasattr(self, "model_") else None
+        X = self._rows(X, y)
+        variables = None if X.shape[1] == m.n_variables else [n for n in range(m.n_variables) if n != m.target]
+        return to_numpy(m.log_prob(X, variables)).astype(np.float64)
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log-likelihood per row (nats), the quantity EM maximizes; higher is better."""
+        return float(np.mean(self.score_samples(X, y)))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """``P(y | x)`` of every row (models fitted with a label): array of shape (n_samples, n_classes)."""
+        check_is_fitted(self, "model_")
+        if self.model_.target is None:
+            raise AttributeError("predict_proba needs a model fitted with labels: call fit(X, y)")
+        return to_numpy(self.model_.predict_proba(self._rows(X)))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable label of every row (ties to the first class)."""
+        proba = self.predict_proba(X)
+        return self.model_.classes[proba.argmax(1)]
+
+    def sample(self, n_samples: int = 1, random_state: RandomStateLike = None) -> np.ndarray:
+        """``n_samples`` rows of codes drawn from the model: int64 array (label last, if any)."""
+        check_is_fitted(self, "model_")
+        return to_numpy(self.model_.sample(n_samples, random_state=random_state))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags

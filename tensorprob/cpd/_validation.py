@@ -1,0 +1,141 @@
+"""Input preparation of the CPD fits: codes, cardinalities, names and labels, validated once."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .._config import get_config
+from .._device import to_numpy
+from ..counting import unique_rows
+from ..encoding import encode, encode_labels
+
+
+@dataclass
+class PreparedData:
+    """Codes, cardinalities and names of the data a CPD is fitted to (label last, if any).
+
+    Built once per fit by :func:`prepare_data` (or directly from validated codes, as
+    GSM-CPD does); the distinct rows are found once per device and reused by every fit that
+    shares the data (:meth:`merge`).
+    """
+
+    codes: np.ndarray  # (M, N) int64, -1 missing
+    cards: np.ndarray  # (N,) int64
+    names: list[str]
+    target: int | None = None
+    classes: np.ndarray | None = None
+    encoder: Any = None
+    _distinct: dict = field(default_factory=dict, repr=False)
+
+    def distinct(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Distinct rows (M', N) on ``device`` (sorted) and the index of every row among them (M,)."""
+        key = str(device)
+        if key not in self._distinct:
+            rows, _, inverse = unique_rows(torch.as_tensor(self.codes, device=device))
+            self._distinct[key] = (rows, inverse)
+        return self._distinct[key]
+
+    def merge(self, weights: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Distinct rows and the (M', K) float64 sums of the (M, K) per-row ``weights`` over each."""
+        rows, inverse = self.distinct(device)
+        W = torch.as_tensor(weights, dtype=torch.float64, device=device)
+        merged = torch.zeros((rows.shape[0], W.shape[1]), dtype=torch.float64, device=device)
+        return rows, merged.index_add_(0, inverse, W)
+
+
+def _is_code_array(X: Any) -> bool:
+    if torch.is_tensor(X):
+        return not X.is_floating_point() and X.dtype != torch.bool and not X.is_complex()
+    if hasattr(X, "iloc"):
+        return False
+    arr = np.asarray(X)
+    return arr.dtype.kind in "iu"
+
+
+def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform",
+                 n_bins: int = 5) -> PreparedData:
+    """Turn X (codes or raw data) and optional labels into codes with the label as the last variable.
+
+    Integer arrays and tensors are taken as codes as they are (-1 = missing) with
+    cardinalities ``max + 1`` per column unless given; anything else goes through
+    :func:`tensorprob.encode` (floats are discretized by ``discretizer``).
+    """
+    limit = get_config()["max_categories"]
+    encoder = None
+    if _is_code_array(X):
+        codes = (to_numpy(X) if torch.is_tensor(X) else np.asarray(X)).astype(np.int64)
+        if codes.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {codes.shape}")
+        if codes.shape[0] == 0 or codes.shape[1] == 0:
+            raise ValueError(f"X is empty (shape {codes.shape})")
+        if (codes < -1).any():
+            raise ValueError("integer codes must be >= 0, or -1 for missing; found "
+                             f"{int(codes.min())} (encode raw integer data with tensorprob.encode)")
+        if cardinalities is None:
+            cards = np.maximum(codes.max(0), 0) + 1
+        else:
+            cards = np.asarray(cardinalities, dtype=np.int64)
+            if cards.shape != (codes.shape[1],):
+                raise ValueError(f"cardinalities has shape {cards.shape}, expected ({codes.shape[1]},)")
+            over = np.flatnonzero(codes.max(0) >= cards)
+            if over.size:
+                raise ValueError(f"column {int(over[0])} has code {int(codes[:, over[0]].max())} >= its "
+                                 f"cardinality {int(cards[over[0]])}")
+        names = [f"x{j}" for j in range(codes.shape[1])]
+        big = np.flatnonzero(cards > limit)
+        if big.size:
+            raise ValueError(
+                f"variable {int(big[0])} has an alphabet of {int(cards[big[0]])} values, above max_categories={limit}; "
+                "discretize it first (tensorprob.discretize) or raise the limit with "
+                "tensorprob.config_context(max_categories=...)"
+            )
+    else:
+        enc = encode(X, y, discretizer=discretizer, n_bins=n_bins)
+        codes, cards, names, encoder = enc.codes.astype(np.int64), enc.cardinalities, enc.feature_names, enc.encoder
+    target = classes = None
+    if y is not None:
+        ycodes, classes = encode_labels(y)
+        if ycodes.shape[0] != codes.shape[0]:
+            raise ValueError(f"X has {codes.shape[0]} rows but y has {ycodes.shape[0]} labels")
+        if classes.size < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}); a label needs at least two classes")
+        if classes.size > limit:
+            raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
+        codes = np.concatenate([codes, ycodes[:, None]], axis=1)
+        cards = np.concatenate([cards, [classes.size]])
+        names = list(names) + ["y"]
+        target = codes.shape[1] - 1
+    return PreparedData(codes, np.asarray(cards, dtype=np.int64), list(names), target, classes, encoder)
+
+
+def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:
+    if sample_weight is None:
+        return np.ones((n_rows, 1))
+    w = to_numpy(sample_weight) if torch.is_tensor(sample_weight) else np.asarray(sample_weight)
+    try:
+        w = w.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sample_weight must be numeric: {exc}") from exc
+    if w.ndim == 1:
+        w = w[:, None]
+    if w.ndim != 2 or w.shape[0] != n_rows:
+        raise ValueError(f"sample_weight must have shape ({n_rows},) or ({n_rows}, K), got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinite values")
+    if (w < 0).any():
+        raise ValueError("sample_weight contains negative values")
+    zero = np.flatnonzero(w.sum(0) <= 0)
+    if zero.size:
+        raise ValueError(f"sample_weight column {int(zero[0])} sums to zero: no data to fit")
+    return w
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
