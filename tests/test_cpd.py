@@ -264,6 +264,7 @@ def test_enumeration_budget_is_enforced():
 
 # ---------------------------------------------------------------- conversion and persistence
 def test_tensorly_round_trip_and_dense_tensor():
+    pytest.importorskip("tensorly")
     model = small_model(7)
     cp = model.to_tensorly()
     back = tp.CPDModel.from_tensorly(cp)
@@ -403,3 +404,119 @@ def test_models_over_variable_subsets_share_one_batch():
         assert np.all(np.diff(r.loglik_history_) >= -1e-12)
         for c in set(range(6)) - set(cols):  # left-out variables stay marginalized
             assert torch.all(r.log_factors[c] == 0.0)
+
+
+# ---------------------------------------------------------------- log-space model, stacking, estimator
+def test_from_log_params_round_trip_and_lists(tmp_path, dtype):
+    model = small_model(8).to(dtype=dtype)
+    back = tp.CPDModel.from_log_params(model.log_weights, model.log_factors, target=3, n_iter=4,
+                                       loglik_history=[-2.0, -1.5], converged=True)
+    assert back.log_weights is model.log_weights  # canonical: kept as given, no exp/log round trip
+    torch.testing.assert_close(back.weights, model.weights)
+    for a, b in zip(back.factors, model.factors):
+        torch.testing.assert_close(a, b)
+    assert back.n_iter_ == 4 and back.converged_ is True and back.loglik_history_.tolist() == [-2.0, -1.5]
+    # lists are accepted wherever codes are
+    X = model.sample(5, random_state=0).cpu().numpy()
+    torch.testing.assert_close(back.predict_proba(X.tolist()), back.predict_proba(X))
+    torch.testing.assert_close(back.log_prob(X.tolist()), back.log_prob(X))
+    assert back.predict(X.tolist()).tolist() == back.predict(X).tolist()
+    with pytest.raises(ValueError, match="NaN"):
+        tp.CPDModel.from_log_params(torch.tensor([math.nan]), [torch.zeros(2, 1)])
+
+
+def test_save_load_keeps_encoder(tmp_path):
+    from sklearn.datasets import load_wine
+
+    d = load_wine()
+    m = tp.fit_cpd(d.data, rank=2, y=d.target, random_state=0, n_iter_max=20)
+    m.save(tmp_path / "m.pt")
+    back = tp.CPDModel.load(tmp_path / "m.pt")
+    np.testing.assert_array_equal(back.encoder_.transform(d.data), m.encoder_.transform(d.data))
+    assert back.variable_names == m.variable_names
+
+
+def test_stack_pads_ranks_and_alphabets():
+    a = small_model(1, cards=(3, 2), rank=2)
+    b = small_model(2, cards=(2, 4), rank=3)
+    log_w, log_f = tp.CPDModel.stack([a, b])
+    assert log_w.shape == (2, 3) and log_f.shape == (2, 2, 4, 3)
+    assert log_w[0, 2] == -math.inf and torch.equal(log_w[1], b.log_weights)
+    assert torch.equal(log_f[0, 0, :3, :2], a.log_factors[0]) and torch.all(log_f[0, 0, 3:] == -math.inf)
+    assert torch.all(log_f[0, 0, :3, 2:] == 0.0)  # padded components: log 1, masked by their -inf weight
+    assert torch.equal(log_f[1, 1], b.log_factors[1])
+    with pytest.raises(ValueError, match="different numbers of variables"):
+        tp.CPDModel.stack([a, small_model(3)])
+
+
+def test_init_kmeanspp_seeds_distinct_rows_and_is_a_stochastic_start():
+    from tensorprob.counting import unique_rows
+    from tensorprob.cpd._em import EMData, init_kmeanspp
+
+    s = make_latent_class(800, [3, 4, 2, 3], 3, random_state=2)
+    rows, W, _ = unique_rows(torch.as_tensor(s.X), torch.ones(len(s.X), 2, dtype=torch.float64))
+    cards = torch.tensor([3, 4, 2, 3])
+    data = EMData.build(rows, cards, W, torch.float64, 1024)
+    gens = [torch.Generator().manual_seed(k) for k in range(2)]
+    log_lam, log_A = init_kmeanspp(data, [2, 3], [0, 1], 3, gens, torch.float64)
+    assert log_lam.shape == (2, 3) and log_A.shape == (int(cards.sum()), 2, 3)
+    assert log_lam[0, 2] == -math.inf  # beyond the rank of model 0
+    torch.testing.assert_close(torch.exp(log_lam).sum(1), torch.ones(2, dtype=torch.float64))
+    # every variable block of every column is a distribution, smoothed away from 0
+    A = torch.exp(log_A)
+    for n, (lo, hi) in enumerate(zip([0, 3, 7, 9], [3, 7, 9, 12])):
+        torch.testing.assert_close(A[lo:hi].sum(0), torch.ones(2, 3, dtype=torch.float64))
+    assert bool((A > 0).all())
+    # the seeds are data-driven and differ: distinct columns
+    assert not torch.allclose(A[:, 1, 0], A[:, 1, 1])
+    # same generators, same start
+    again = init_kmeanspp(data, [2, 3], [0, 1], 3, [torch.Generator().manual_seed(k) for k in range(2)], torch.float64)
+    assert torch.equal(again[1], log_A)
+
+
+def _brute_force_information(model, S, target):
+    P = model.to_dense().cpu().double().numpy()
+    marg = P.sum(axis=tuple(j for j in range(P.ndim) if j not in S))
+    if target is None:
+        w = model.weights.cpu().double().numpy()
+        A = [model.factors[n].cpu().double().numpy() for n in S]
+        return entropy_of(marg) + entropy_of(w) - entropy_of(dense_pmf(w, A + [np.eye(len(w))]))
+    both = P.sum(axis=tuple(j for j in range(P.ndim) if j not in S + [target]))
+    return entropy_of(marg) + entropy_of(P.sum(axis=tuple(j for j in range(P.ndim) if j != target))) - entropy_of(both)
+
+
+@pytest.mark.parametrize("target", [None, 4])
+def test_batched_core_matches_enumeration_for_every_method(target, dtype):
+    from tensorprob.information._cpd import LatentClassBatch, information
+
+    models = [small_model(20 + g, cards=(3, 4, 2, 3, 3), rank=3).to(dtype=dtype) for g in range(3)]
+    batch = LatentClassBatch(*tp.CPDModel.stack(models))
+    S = [0, 1, 3]
+    truth = np.array([_brute_force_information(m, S, target) for m in models])
+    exact, se0 = information(batch, S, target=target, estimator="exact")
+    np.testing.assert_allclose(exact.cpu().double().numpy(), truth, **tols(dtype, atol=1e-10))
+    assert torch.all(se0 == 0)
+    samples = batch.sample(20000, torch.Generator().manual_seed(0))[0]
+    for est in ("mc", "rao_blackwell"):
+        v, se = information(batch, S, target=target, estimator=est, samples=samples)
+        v, se = v.cpu().double().numpy(), se.cpu().double().numpy()
+        assert np.all(se > 0) and np.all(np.abs(v - truth) < 4 * se), (est, v, truth, se)
+
+
+def test_cpd_estimator_in_grid_search():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    s = make_latent_class(900, [3, 4, 3, 3], 3, random_state=4)
+    search = GridSearchCV(tp.CPD(alpha=0.1, random_state=0), {"rank": [1, 3]}, cv=3).fit(s.X)
+    assert search.best_params_ == {"rank": 3}
+    est = search.best_estimator_
+    assert isinstance(est.model_, tp.CPDModel) and est.model_.rank == 3
+    assert est.score(s.X) == pytest.approx(float(est.model_.log_prob(s.X).mean()))
+    assert est.sample(7, random_state=0).shape == (7, 4)
+    with pytest.raises(AttributeError, match="fitted with labels"):
+        est.predict_proba(s.X)
+    clf = clone(est).fit(s.X, s.z)
+    assert clf.predict_proba(s.X).shape == (900, 3) and (clf.predict(s.X) == s.z).mean() > 0.7
+    with pytest.raises(ValueError, match="rank"):
+        tp.CPD(rank=0).fit(s.X)

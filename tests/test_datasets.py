@@ -93,8 +93,3 @@ def test_planted_explicit_shape_and_errors():
         make_planted((10, 2))
     with pytest.raises(ValueError, match="unknown planted shape"):
         make_planted("planted-imagenet")
-
-
-def test_planted_mnist70k_shape_metadata():
-    n, f, v, c, _ = PLANTED_SHAPES["planted-mnist70k"]
-    assert (n, f, v, c) == (70_000, 784, 5, 10)
