@@ -87,8 +87,8 @@ class CPDModel:
     CPDModel(rank=2, n_variables=2, device=cpu, dtype=torch.float64, target=None)
     >>> round(float(m.log_prob([[0, 0]])[0].exp()), 4)
     0.41
-    >>> m.predict_proba([[0, 1]], target=1).tolist()
-    [[0.18, 0.82]]
+    >>> [round(p, 2) for p in m.predict_proba([[0, 1]], target=1)[0].tolist()]
+    [0.82, 0.18]
     """
 
     def __init__(self, weights: torch.Tensor, factors: Sequence[torch.Tensor], *,

@@ -1,4 +1,11 @@
-"""Information estimators: plug-in, CPD (exact / Monte-Carlo), variational, ICA, MST."""
-from ._cpd import Estimate
+"""Information estimates: entropies and mutual informations of CPD models (exact, Monte-Carlo and
+Rao-Blackwellized, batched over models, samples and candidate variables), variational bounds,
+independent component analysis (ICA) spacing entropies and minimum spanning tree (MST) bounds.
 
-__all__ = ["Estimate"]
+Plug-in estimates from contingency tables live in :mod:`tensorprob.counting`.
+"""
+from ._cpd import CPDInformation, Estimate, LatentClassBatch, information, stacked_information
+from ._sampling import draw_codes, sample_from_factors
+
+__all__ = ["CPDInformation", "Estimate", "LatentClassBatch", "draw_codes", "information", "sample_from_factors",
+           "stacked_information"]
