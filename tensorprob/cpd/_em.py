@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from .._config import progress_bar
+from .._device import to_numpy
 from ..counting import Incidence
 from ..ops import incidence_matmul, use_triton
 from ..ops import incidence_matmul_reference as _spmm  # blocked CSR @ dense, also for S^T
@@ -199,7 +200,7 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
     idx = list(range(B))  # full ids of the models in `work`
     work = state
     ll, lam_num, num = e_step(data, work, need_stats=True)
-    state.history.append(ll.cpu().numpy())
+    state.history.append(to_numpy(ll))
     bar = progress_bar(n_iter_max, f"EM ({B} model{'s' if B > 1 else ''})")
     for it in range(1, n_iter_max + 1):
         bar.update()
@@ -208,7 +209,7 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
         ll, lam_num, num = e_step(data, work, need_stats=True)
         prev = state.history[-1]
         ll_np = prev.copy()
-        ll_np[idx] = ll.cpu().numpy()
+        ll_np[idx] = to_numpy(ll)
         state.history.append(ll_np)
         done = np.abs(ll_np[idx] - prev[idx]) <= tol * np.maximum(np.abs(prev[idx]), 1e-12)
         if callback is not None:

@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._device import RandomStateLike, to_numpy
 from ._fit import fit_cpd
-from ._model import CPDModel
 
 
 class CPD(BaseEstimator):
@@ -88,7 +87,8 @@ class CPD(BaseEstimator):
 
     def __init__(self, rank: int = 20, *, n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6,
                  alpha: float = 0.0, init: str = "kmeans++", cardinalities: Any = None, discretizer: Any = "uniform",
-                 n_bins: int = 5, device: Any = "auto", dtype: Any = None, random_state: RandomStateLike = None) -> None:
+                 n_bins: int = 5, device: Any = "auto", dtype: Any = None,
+                 random_state: RandomStateLike = None) -> None:
         self.rank = rank
         self.n_restarts = n_restarts
         self.n_iter_max = n_iter_max

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state
+from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
 from ._model import CPDModel
 from ._validation import PreparedData, _check_int, _check_weights, prepare_data
@@ -289,7 +289,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     run_em(data, state, alpha=alpha, n_iter_max=n_iter_max, tol=tol, callback=callback)
     hist = np.stack(state.history, 0)  # (T+1, B)
     final = hist[-1]
-    offs = np.concatenate([[0], np.cumsum(cards.cpu().numpy())])
+    offs = np.concatenate([[0], np.cumsum(to_numpy(cards))])
     models = []
     for r in ranks:
         for k in range(K):

@@ -592,7 +592,8 @@ class CPDModel:
         if samples is not None:
             return self._codes(samples)[0]
         if int(n_samples) < 2:
-            raise ValueError(f"n_samples must be >= 2 for a Monte-Carlo estimate with a standard error, got {n_samples}")
+            raise ValueError(f"n_samples must be >= 2 for a Monte-Carlo estimate with a standard error, "
+                             f"got {n_samples}")
         return self.sample(int(n_samples), random_state)
 
     def mutual_information(self, variables: Sequence[int], target: str | int = "latent", method: str = "exact",

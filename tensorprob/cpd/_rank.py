@@ -71,7 +71,8 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins)
-    return _select_rank_prepared(prep, ranks, cv, device=dev, dtype=dt, n_restarts=_check_int("n_restarts", n_restarts, 1),
+    return _select_rank_prepared(prep, ranks, cv, device=dev, dtype=dt,
+                                 n_restarts=_check_int("n_restarts", n_restarts, 1),
                                  n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
                                  seed=seed_from_random_state(random_state))
 

@@ -1,12 +1,12 @@
 """Generators of planted models with known answers."""
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
-from .._device import RandomStateLike, make_generator, resolve_device
+from .._device import RandomStateLike, make_generator, resolve_device, to_numpy
 from ..information._sampling import sample_from_factors
 
 
@@ -65,7 +65,7 @@ def make_latent_class(n_samples: int, cardinalities: Sequence[int] | int, rank: 
                for I in cards]
     z = torch.multinomial(lam, n_samples, replacement=True, generator=gen)
     X = sample_from_factors(factors, z, gen)
-    return LatentClassSample(X.cpu().numpy(), lam.cpu().numpy(), [A.cpu().numpy() for A in factors], z.cpu().numpy())
+    return LatentClassSample(to_numpy(X), to_numpy(lam), [to_numpy(A) for A in factors], to_numpy(z))
 
 
 def _dirichlet(gen: torch.Generator, device: torch.device):
@@ -277,7 +277,7 @@ def gaussian_mixture_gmi_bound(n_classes: int, *, mu: float = 0.5, variance: flo
 
 
 def make_planted(shape: str | tuple[int, int, int, int], *, rank: int = 10, concentration: float = 0.3,
-                 random_state: RandomStateLike = 0, as_frame: bool = False, device: str = "cpu") -> "Dataset":
+                 random_state: RandomStateLike = 0, as_frame: bool = False, device: str = "cpu") -> Any:
     """A labelled sample of a planted latent class model: the label is the CPD's last mode.
 
     Parameters
@@ -307,7 +307,8 @@ def make_planted(shape: str | tuple[int, int, int, int], *, rank: int = 10, conc
         try:
             n, f, v, c = (int(s) for s in shape)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"shape must be a name or (n_samples, n_features, n_values, n_classes), got {shape!r}") from exc
+            raise ValueError("shape must be a name or (n_samples, n_features, n_values, n_classes), "
+                             f"got {shape!r}") from exc
         key, desc = f"planted-{n}x{f}", f"planted latent class sample {n} x {f}, {v} values, {c} classes"
         if c < 2:
             raise ValueError(f"a labelled planted set needs n_classes >= 2, got {c}")
