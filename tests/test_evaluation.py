@@ -134,16 +134,16 @@ def test_significance_ranks_against_hand_holm_wilcoxon():
     res = pd.DataFrame(rows)
     out = significance_ranks(res, {"g": ["a", "b", "c"]}).set_index("method")
     # independent: for each method, Holm over its two comparisons (hand Holm for m = 2), count significant losses
-    for m in errs:
+    for m, e in errs.items():
         others = [o for o in errs if o != m]
-        p = np.array([_wilcoxon_p(errs[m], errs[o]) for o in others])
+        p = np.array([_wilcoxon_p(e, errs[o]) for o in others])
         order = np.argsort(p)
         adj = np.empty(2)
         adj[order[0]] = min(1.0, 2 * p[order[0]])
         adj[order[1]] = min(1.0, max(adj[order[0]], p[order[1]]))
-        losses = sum(adj[j] < 0.05 and errs[m].mean() > errs[o].mean() for j, o in enumerate(others))
+        losses = sum(adj[j] < 0.05 and e.mean() > errs[o].mean() for j, o in enumerate(others))
         assert out.loc[m, "rank"] == 1 + losses
-        assert out.loc[m, "mean"] == pytest.approx(errs[m].mean())
+        assert out.loc[m, "mean"] == pytest.approx(e.mean())
     assert out.loc["c", "rank"] == 3  # both others are far lower
     assert "c" in out.loc["a", "better_than"].split()
     # default group: every method; two groups rank within themselves only

@@ -12,7 +12,8 @@ part only); classifiers see the continuous values, min-max scaled on the trainin
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

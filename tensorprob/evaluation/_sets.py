@@ -1,7 +1,8 @@
 """Properties of selected feature sets: agreement of two selections, plug-in I(X_S; Y) from codes."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
