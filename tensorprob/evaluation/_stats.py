@@ -139,7 +139,7 @@ def significance_ranks(results, groups: Mapping[str, Sequence[str]] | None = Non
     -------
     pandas.DataFrame
         One row per (dataset, classifier, group, method): ``mean`` (of ``value`` over the rows),
-        ``rank`` and ``better_than`` (space-separated methods it beats significantly).
+        ``rank`` and ``better_than`` (tuple of the methods it beats significantly).
 
     References
     ----------
@@ -160,7 +160,7 @@ def significance_ranks(results, groups: Mapping[str, Sequence[str]] | None = Non
                 rows.append({"dataset": ds, "classifier": clf, "group": label, "method": m,
                              "mean": float(sub.loc[sub["method"] == m, value].mean()),
                              "rank": 1 + int((outcome == "loss").sum()),
-                             "better_than": " ".join(pw.loc[outcome == "win", "method"]) if len(pw) else ""})
+                             "better_than": tuple(pw.loc[outcome == "win", "method"]) if len(pw) else ()})
     return pd.DataFrame(rows)
 
 
