@@ -141,6 +141,19 @@ def _order(values):
     return out
 
 
+def _rank_rows(all_sets, paper_sets):
+    """Rows 'ours over all sets / ours over the paper's sets [paper]' per comparison and classifier."""
+    rows = []
+    for group in GROUPS:
+        for clf in ("SVM", "KNN"):
+            row = {"methods": group, "classifier": clf}
+            for j, d in enumerate(DISTS):
+                row[d] = (f"{all_sets[(group, clf, d)]:.2f} / {paper_sets[(group, clf, d)]:.2f} "
+                          f"[{PAPER_T3[(group, clf)][j]:.2f}]")
+            rows.append(row)
+    return rows
+
+
 def report(args, ranks, per_fold, info, total):
     names = list(dict.fromkeys(per_fold["dataset"]))
     paper_names = [n for n in names if n in PAPER_SETS]
@@ -190,14 +203,7 @@ def report(args, ranks, per_fold, info, total):
     if args.quick:
         out += ["**Quick smoke run:** tiny settings; not a reproduction.", ""]
     out += ["## Data", "", markdown(info, INFO_COLS), ""]
-    tab = []
-    for group in GROUPS:
-        for clf in ("SVM", "KNN"):
-            row = {"methods": group, "classifier": clf}
-            for j, d in enumerate(DISTS):
-                row[d] = (f"{ours_all[(group, clf, d)]:.2f} / {ours_pap[(group, clf, d)]:.2f} "
-                          f"[{PAPER_T3[(group, clf)][j]:.2f}]")
-            tab.append(row)
+    tab = _rank_rows(ours_all, ours_pap)
     out += [f"## Average ranks: ours over all {len(names)} sets / ours over the {len(paper_names)} paper sets "
             "[paper, 29 sets]", "", markdown(tab, ["methods", "classifier"] + DISTS), ""]
     tab2 = []
@@ -211,14 +217,7 @@ def report(args, ranks, per_fold, info, total):
             markdown(tab2, ["methods", "classifier"] + DISTS), ""]
     alt_all = averaged(ranks, names, "test_rank_alt_unit")
     alt_pap = averaged(ranks, paper_names, "test_rank_alt_unit")
-    tab3 = []
-    for group in GROUPS:
-        for clf in ("SVM", "KNN"):
-            row = {"methods": group, "classifier": clf}
-            for j, d in enumerate(DISTS):
-                row[d] = (f"{alt_all[(group, clf, d)]:.2f} / {alt_pap[(group, clf, d)]:.2f} "
-                          f"[{PAPER_T3[(group, clf)][j]:.2f}]")
-            tab3.append(row)
+    tab3 = _rank_rows(alt_all, alt_pap)
     alt_unit = ALT_UNIT[args.test_unit]
     alt_desc = ("per-fold errors (more samples, but folds of one repeat share training data)" if alt_unit == "fold"
                 else "per-repeat mean errors")
