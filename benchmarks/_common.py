@@ -1,4 +1,11 @@
-"""Shared helpers of the benchmark scripts: machine description, timing, markdown tables."""
+"""Shared helpers of the benchmark scripts: the :class:`Script` scaffold, machine description, timing, tables.
+
+Every script starts with ``SCRIPT = Script("<name>", __doc__)`` *before* importing NumPy or torch: it
+reads ``--threads`` from the command line and caps the native thread pools. ``SCRIPT.parser(...)``
+gives the shared options, ``SCRIPT.parse(ap)`` applies them, and ``SCRIPT.path`` / ``write_csv`` /
+``read_csv`` / ``write_text`` place every output under ``--out-dir`` with the ``_quick`` and
+``--tag`` suffixes. ``SCRIPT.commit`` is the one metadata value (``commit``) recorded with results.
+"""
 from __future__ import annotations
 
 import csv
@@ -348,3 +355,157 @@ def git_state(path: str = __file__) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown commit"
     return head + (f" (with uncommitted edits to {', '.join(dirty)})" if dirty else "")
+
+
+# ------------------------------------------------------------------ the one scaffold of every script
+# metadata keys older result files used for the commit (``--from-csv`` still reads them)
+_LEGACY_COMMIT_KEYS = ("commit", "git", "run_commit")
+
+
+class Script:
+    """Arguments, thread caps, result paths, the machine / commit header and CSV checkpoints of one script.
+
+    Parameters
+    ----------
+    name : str
+        Base name of the outputs, e.g. ``"vmi_table3"`` -> ``<out_dir>/vmi_table3[_part][_quick][_tag].csv``.
+    doc : str
+        The script's module docstring (its first line is the ``--help`` description).
+    default_threads : int, default=1
+        Threads when neither ``--threads`` nor ``$TENSORPROB_THREADS`` is given (0: leave torch's default).
+
+    Notes
+    -----
+    The constructor caps OpenMP / OpenBLAS / MKL threads, so it must run before NumPy and torch
+    are imported.
+    """
+
+    def __init__(self, name: str, doc: str | None, default_threads: int = 1):
+        self.name = name
+        self.doc = doc or name
+        capped = default_threads or _threads_arg()  # a script with torch's default still honours --threads
+        self.threads = threads_from_argv(default=default_threads) if capped else 0
+        self.args = None
+
+    def parser(self, *, quick: str = "", from_csv: bool = False, seed: bool = True, repeats: int | None = None,
+               repeats_help: str = "", devices: bool = False, peers: bool | None = None):
+        """An ArgumentParser with the shared options.
+
+        Always ``--out-dir``, ``--tag`` and ``--threads``; ``--quick`` when ``quick`` (its help text),
+        ``--from-csv`` when ``from_csv``, ``--seed`` when ``seed``, ``--repeats`` when ``repeats`` or
+        ``repeats_help`` is given (default ``repeats``), ``--devices`` when ``devices`` and
+        ``--no-peers`` when ``peers`` is not None.
+        """
+        import argparse
+
+        ap = argparse.ArgumentParser(description=self.doc.strip().splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        if quick:
+            ap.add_argument("--quick", action="store_true", help=quick)
+        if from_csv:
+            ap.add_argument("--from-csv", action="store_true",
+                            help="rebuild the report from the CSV files of an earlier run (in --out-dir)")
+        if seed:
+            ap.add_argument("--seed", type=int, default=0, help="seed of every random choice (splits, fits, samples)")
+        if repeats is not None or repeats_help:
+            ap.add_argument("--repeats", type=int, default=repeats, help=repeats_help or "repeats")
+        if devices:
+            ap.add_argument("--devices", default="auto",
+                            help="comma-separated devices: cpu, cuda, cpu,cuda or auto (cpu plus cuda when available)")
+        if peers is not None:
+            ap.add_argument("--no-peers", action="store_true",
+                            help="tensorprob rows only: skip the CPU peer libraries" if peers else
+                            "accepted for uniform command lines (this script runs no peers)")
+        ap.add_argument("--out-dir", default=RESULTS, help=f"where results go (default {RESULTS})")
+        ap.add_argument("--tag", default="", help="appended to every output name: --tag cuda writes e.g. x_cuda.csv")
+        ap.add_argument("--threads", type=int, default=self.threads,
+                        help="torch / BLAS threads (default $TENSORPROB_THREADS or the script's default)")
+        return ap
+
+    def parse(self, ap, argv=None):
+        """Parse, set torch's threads, resolve ``--devices`` (into ``args.device_list``); returns the args."""
+        args = ap.parse_args(argv)
+        if args.threads:
+            set_torch_threads(args.threads)
+        if hasattr(args, "devices"):
+            args.device_list = devices_or_exit(ap, args.devices)
+        self.args = args
+        return args
+
+    @property
+    def quick(self) -> bool:
+        return bool(getattr(self.args, "quick", False))
+
+    def path(self, part: str = "", ext: str = "csv") -> str:
+        """``<out_dir>/<name>[_<part>][_quick][_<tag>].<ext>``."""
+        base = self.name + (f"_{part}" if part else "") + ("_quick" if self.quick else "")
+        return out_path(self.args.out_dir, base, self.args.tag, ext)
+
+    @property
+    def commit(self) -> str:
+        """The checkout that produces the results (see :func:`git_state`)."""
+        return git_state(__file__)
+
+    def header(self, recorded: str | None = None) -> str:
+        """One line: the command, the machine and the commit (``recorded`` when rebuilding from CSV)."""
+        flags = " --quick" if self.quick else ""
+        return (f"`python benchmarks/{self.name_of_file()}{flags}` — {machine()}; tensorprob "
+                f"{recorded or self.commit}; threads: {self.args.threads}")
+
+    def name_of_file(self) -> str:
+        import __main__
+
+        return os.path.basename(getattr(__main__, "__file__", "") or f"{self.name}.py")
+
+    def write_csv(self, part: str, rows) -> str:
+        """Write ``rows`` (list of dicts or a DataFrame) to :meth:`path` (a checkpoint: call it as often as useful)."""
+        if hasattr(rows, "to_dict"):
+            rows = rows.to_dict("records")
+        path = self.path(part)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        write_csv(path, list(rows))
+        return path
+
+    def read_csv(self, part: str, **kwargs):
+        """The DataFrame written by :meth:`write_csv` (``None`` when the file is missing)."""
+        import pandas as pd
+
+        path = self.path(part)
+        return pd.read_csv(path, **kwargs) if os.path.exists(path) else None
+
+    def write_meta(self, rows: list[dict], seconds: float, part: str = "data") -> None:
+        """Data-set descriptions plus the run's minutes and ``commit``, for ``--from-csv``."""
+        self.write_csv(part, [dict(r, total_minutes=seconds / 60, commit=self.commit) for r in rows])
+
+    def read_meta(self, part: str = "data") -> tuple[list[dict], float, str | None]:
+        """(rows without the metadata keys, total seconds, commit recorded by the run) from :meth:`write_meta`."""
+        df = self.read_csv(part, keep_default_na=False)
+        if df is None:
+            raise SystemExit(f"--from-csv: {self.path(part)} does not exist")
+        rows = df.to_dict("records")
+        commit = next((str(rows[0][k]) for k in _LEGACY_COMMIT_KEYS if rows and rows[0].get(k)), None)
+        total = float(rows[0].get("total_minutes") or 0) * 60 if rows else 0.0
+        for r in rows:
+            for k in (*_LEGACY_COMMIT_KEYS, "total_minutes"):
+                r.pop(k, None)
+        return rows, total, commit
+
+    def write_text(self, text: str, ext: str = "md") -> str:
+        path = self.path("", ext)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)
+        return path
+
+
+def _threads_arg() -> int:
+    """``--threads N`` from argv without capping anything (0 when absent): scripts that keep torch's default."""
+    import sys
+
+    argv = sys.argv[1:]
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return 0

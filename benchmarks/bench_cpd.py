@@ -21,24 +21,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    have,
-    is_cuda,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    sync,
-    timed,
-    warm_up,
-    write_csv,
-)
+from _common import (add_common_args, annotate, devices_or_exit, finish, git_state, guarded, have, is_cuda, machine,
+    markdown, out_path, pivot, sync, timed, warm_up, write_csv)
 
 import tensorprob as tp
 from tensorprob.cpd._fit import prepare_data

@@ -26,37 +26,13 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import cdist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    sync,
-    timed,
-    warm_up,
-    write_csv,
-)
+from _common import (add_common_args, annotate, devices_or_exit, finish, git_state, guarded, machine, markdown,
+    out_path, pivot, sync, timed, warm_up, write_csv)
 
 from tensorprob import GMI, HOFS
 from tensorprob.datasets import load_keel, load_mnist_subset
+from tensorprob.encoding import to_numeric
 from tensorprob.estimators._mst import _split_and_permute, batched_mst
-
-
-def numeric(X):
-    try:
-        import pandas as pd
-        if isinstance(X, pd.DataFrame):
-            return np.column_stack([pd.factorize(X[c])[0] if X[c].dtype == object else X[c].to_numpy(float)
-                                    for c in X.columns]).astype(float)
-    except ImportError:
-        pass
-    return np.asarray(X, dtype=float)
 
 
 def scipy_mst_totals(P: np.ndarray) -> np.ndarray:
@@ -118,7 +94,7 @@ def main(argv=None):
     data = []
     for name in ("splice", "optdigits"):
         X, y = load_keel(name)
-        data.append((name, numeric(X), np.asarray(y)))
+        data.append((name, to_numeric(X), np.asarray(y)))
     Xm, ym = load_mnist_subset()
     data.append(("mnist-5k", Xm[:1000] if args.quick else Xm, ym[:1000] if args.quick else ym))
     print(f"\n### HOFS, k={k}\n\n| dataset | samples | features | device | seconds | timing |\n"

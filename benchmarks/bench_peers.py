@@ -1,4 +1,4 @@
-"""Peer benchmark: tensorprob's selectors against the PyPI peers, same process, same codes.
+"""Peer benchmark: tensorprob's selectors against the PyPI peers (speed and agreement), same codes.
 
     python benchmarks/bench_peers.py [--quick] [--timeout 60] [--datasets wine,chess,...] [--cp-apr-iters 200]
     python benchmarks/bench_peers.py --devices cuda --no-peers --tag cuda   # tensorprob CUDA rows only
@@ -38,25 +38,11 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    call_with_timeout,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    is_cuda,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    timed,
-    warm_up,
-    write_csv,
-)
+from _common import (add_common_args, annotate, call_with_timeout, devices_or_exit, finish, git_state, guarded, have,
+    is_cuda, machine, markdown, out_path, pivot, timed, warm_up, write_csv)
 
 import tensorprob as tp
+from tensorprob.evaluation import selection_agreement
 
 warnings.simplefilter("ignore")
 
@@ -114,15 +100,6 @@ def peer_select(library: str, method: str, X: np.ndarray, y: np.ndarray, k: int)
     return [int(i) for i in np.asarray(out).ravel()[:k]]
 
 
-def agreement(a: list[int], b: list[int]) -> tuple[int, float]:
-    prefix = 0
-    for u, v in zip(a, b):
-        if u != v:
-            break
-        prefix += 1
-    return prefix, len(set(a) & set(b)) / max(len(a), 1)
-
-
 def load(name: str):
     X, y, meta = tp.datasets.load_dataset(name)
     enc = tp.encode(X, n_bins=5)
@@ -130,12 +107,7 @@ def load(name: str):
 
 
 def available(library: str) -> bool:
-    mod = {"skfeature": "skfeature", "ITMO_FS": "ITMO_FS", "mrmr_selection": "mrmr"}[library]
-    try:
-        __import__(mod)
-    except Exception:  # noqa: BLE001 - any import failure means "not installed here"
-        return False
-    return True
+    return have({"skfeature": "skfeature", "ITMO_FS": "ITMO_FS", "mrmr_selection": "mrmr"}[library])
 
 
 def tp_label(method, opts):
@@ -196,7 +168,7 @@ def selector_rows(names, k_max, timeout, libraries, devices=("cpu",), repeats=No
             if status != "ok":
                 row.update({"peer s": float("nan"), "note": value})
             else:
-                prefix, overlap = agreement(sel_tp, value)
+                prefix, overlap = selection_agreement(sel_tp, value)
                 row.update({"peer s": secs, "speedup": secs / row["tensorprob s"], "common prefix": f"{prefix}/{k}",
                             "overlap": overlap})
             rows.append(row)

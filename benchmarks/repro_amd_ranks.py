@@ -18,7 +18,6 @@ with our dependencies (9 of its 29) plus similar extra sets. Writes
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import sys
@@ -26,17 +25,16 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import git_state, machine, markdown, set_torch_threads, threads_from_argv, write_csv  # noqa: E402
+from _common import Script, markdown  # noqa: E402
 
-_THREADS = threads_from_argv()  # before NumPy / torch start their thread pools
+SCRIPT = Script("amd_ranks", __doc__)  # caps the thread pools before NumPy / torch start them
 
 import pandas as pd  # noqa: E402
 
 import tensorprob as tp  # noqa: E402
-from tensorprob.evaluation import average_ranks, cv_protocol, pairwise_wilcoxon  # noqa: E402
+from tensorprob.evaluation import average_ranks, cv_protocol, significance_ranks  # noqa: E402
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings on some folds
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 # comparison label -> (framework, k1, k2)
 GROUPS = {"J^{1,0}": ("mi", 1, 0), "J^{1,1}": ("mi", 1, 1), "J~^1 (VI)": ("vi", 1, 1)}
@@ -100,29 +98,23 @@ def run(args, names):
                      "k grid": " ".join(map(str, ks)), "splits": int(n_split) if not loo else f"LOO {n_split}",
                      "minutes": secs / 60})
         print(f"{name}: {secs:.1f} s", flush=True)
-        write_csv(os.path.join(RESULTS, f"amd_ranks_folds{args.suffix}.csv"),
-                  pd.concat(folds).to_dict("records"))  # checkpoint after every data set
+        SCRIPT.write_csv("folds", pd.concat(folds))  # checkpoint after every data set
     return pd.concat(folds, ignore_index=True), info
 
 
-def test_ranks(per_fold, unit, alpha):
-    """Rank = 1 + number of methods of the same comparison with significantly lower error, per data set."""
-    rows = []
-    for (ds, clf), g in per_fold.groupby(["dataset", "classifier"]):
-        for group in GROUPS:
-            methods = [method_name(group, d) for d in DISTS]
-            sub = g[g["method"].isin(methods)].copy()
-            if unit == "repeat":  # the Wilcoxon samples: per-repeat mean errors (the paper repeats CV 50 times)
-                sub = sub.groupby(["dataset", "classifier", "method", "repeat"], as_index=False)["error"].mean()
-                sub = sub.rename(columns={"repeat": "split"})
-            for m, d in zip(methods, DISTS):
-                pw = pairwise_wilcoxon(sub, reference=m, alpha=alpha)
-                rows.append({"dataset": ds, "classifier": CLASSIFIERS[clf], "group": group, "dist": d,
-                             "mean_error_pct": 100 * sub.loc[sub["method"] == m, "error"].mean(),
-                             "test_rank": 1 + int((pw["outcome"] == "loss").sum()),
-                             "significantly_better_than": " ".join(pw.loc[pw["outcome"] == "win", "method"]
-                                                                    .str.split().str[0])})
-    out = pd.DataFrame(rows)
+def tested_ranks(per_fold, unit, alpha):
+    """Test-based ranks (``significance_ranks``) within each comparison, beside the plain mean-error ranks."""
+    sub = per_fold
+    if unit == "repeat":  # the Wilcoxon samples: per-repeat mean errors (the paper repeats CV 50 times)
+        sub = per_fold.groupby(["dataset", "classifier", "method", "repeat"], as_index=False)["error"].mean()
+        sub = sub.rename(columns={"repeat": "split"})
+    groups = {group: [method_name(group, d) for d in DISTS] for group in GROUPS}
+    out = significance_ranks(sub, groups, alpha=alpha)
+    out = pd.DataFrame({"dataset": out["dataset"], "classifier": out["classifier"].map(CLASSIFIERS),
+                        "group": out["group"], "dist": out["method"].str.split().str[0],
+                        "mean_error_pct": 100 * out["mean"], "test_rank": out["rank"],
+                        "significantly_better_than": out["better_than"].map(lambda ms: " ".join(m.split()[0]
+                                                                                                 for m in ms))})
     plain = []
     for group in GROUPS:
         methods = [method_name(group, d) for d in DISTS]
@@ -149,6 +141,19 @@ def _order(values):
     return out
 
 
+def _rank_rows(all_sets, paper_sets):
+    """Rows 'ours over all sets / ours over the paper's sets [paper]' per comparison and classifier."""
+    rows = []
+    for group in GROUPS:
+        for clf in ("SVM", "KNN"):
+            row = {"methods": group, "classifier": clf}
+            for j, d in enumerate(DISTS):
+                row[d] = (f"{all_sets[(group, clf, d)]:.2f} / {paper_sets[(group, clf, d)]:.2f} "
+                          f"[{PAPER_T3[(group, clf)][j]:.2f}]")
+            rows.append(row)
+    return rows
+
+
 def report(args, ranks, per_fold, info, total):
     names = list(dict.fromkeys(per_fold["dataset"]))
     paper_names = [n for n in names if n in PAPER_SETS]
@@ -167,9 +172,8 @@ def report(args, ranks, per_fold, info, total):
             else f"per-fold errors ({per_fold['split'].nunique()} per method)")
     out = [f"# Paper 004 (FID / GMD / AMD), Table 3: average ranks, ours vs paper"
            f"{' (QUICK SMOKE RUN)' if args.quick else ''}", "",
-           f"`python benchmarks/repro_amd_ranks.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
-           f"{getattr(args, 'run_commit', None) or git_state(__file__)}. Threads: {args.threads} (torch and BLAS) on a shared 2-core machine under load; "
-           f"total {total / 60:.1f} min (timings indicative only).", "",
+           f"{SCRIPT.header(getattr(args, 'run_commit', None))}; total {total / 60:.1f} min (timings indicative "
+           "only). Interpretation: `benchmarks/REPRODUCTIONS.md`.", "",
            "**Protocol.** Selectors: `tp.PDA(distribution=fid|gmd|amd, framework=mi|vi, k1, k2, discretizer=\"mdl\", "
            f"n_bins={args.n_bins})` (MDL fitted on each training fold, selection inside each fold); classifiers on "
            "the min-max scaled continuous values (categorical columns: ordinal codes): 3-NN and LinearSVC(C=1). "
@@ -190,8 +194,7 @@ def report(args, ranks, per_fold, info, total):
            f"M in the thousands); all of ours have M <= 90. Extra sets not in the paper: "
            f"{', '.join(n for n in names if n not in PAPER_SETS) or 'none'}. The paper's k grid is not stated; "
            f"we use steps of {args.k_step}.", "",
-           "**Doubt.** The paper's text says 5-interval MDL; the authors' public code (per the project's "
-           "REFERENCE_NOTES.md) min-max scales and digitizes against 5 equal-spaced edges instead. We follow the "
+           "**Doubt.** The paper's text says 5-interval MDL; the authors' public code min-max scales and digitizes against 5 equal-spaced edges instead. We follow the "
            "text. Whether the paper selected inside each training fold is not stated; we do.", "",
            "**Paper numbers** transcribed from Table 3 of our text copy (clean tab-separated rows). Table 5 of the "
            "paper is not the VI analogue of Table 3 (the VI comparison is Table 3's third block); it ranks "
@@ -200,14 +203,7 @@ def report(args, ranks, per_fold, info, total):
     if args.quick:
         out += ["**Quick smoke run:** tiny settings; not a reproduction.", ""]
     out += ["## Data", "", markdown(info, INFO_COLS), ""]
-    tab = []
-    for group in GROUPS:
-        for clf in ("SVM", "KNN"):
-            row = {"methods": group, "classifier": clf}
-            for j, d in enumerate(DISTS):
-                row[d] = (f"{ours_all[(group, clf, d)]:.2f} / {ours_pap[(group, clf, d)]:.2f} "
-                          f"[{PAPER_T3[(group, clf)][j]:.2f}]")
-            tab.append(row)
+    tab = _rank_rows(ours_all, ours_pap)
     out += [f"## Average ranks: ours over all {len(names)} sets / ours over the {len(paper_names)} paper sets "
             "[paper, 29 sets]", "", markdown(tab, ["methods", "classifier"] + DISTS), ""]
     tab2 = []
@@ -221,14 +217,7 @@ def report(args, ranks, per_fold, info, total):
             markdown(tab2, ["methods", "classifier"] + DISTS), ""]
     alt_all = averaged(ranks, names, "test_rank_alt_unit")
     alt_pap = averaged(ranks, paper_names, "test_rank_alt_unit")
-    tab3 = []
-    for group in GROUPS:
-        for clf in ("SVM", "KNN"):
-            row = {"methods": group, "classifier": clf}
-            for j, d in enumerate(DISTS):
-                row[d] = (f"{alt_all[(group, clf, d)]:.2f} / {alt_pap[(group, clf, d)]:.2f} "
-                          f"[{PAPER_T3[(group, clf)][j]:.2f}]")
-            tab3.append(row)
+    tab3 = _rank_rows(alt_all, alt_pap)
     alt_unit = ALT_UNIT[args.test_unit]
     alt_desc = ("per-fold errors (more samples, but folds of one repeat share training data)" if alt_unit == "fold"
                 else "per-repeat mean errors")
@@ -266,25 +255,16 @@ def report(args, ranks, per_fold, info, total):
                            f"{order_o} ({'as' if same else 'unlike'} the paper); {facts}.")
                 continue
             listing = "; ".join(f"{d} {o:.2f} vs {p:.2f}" for d, o, p in bad)
-            lower = all(o < p for _, o, p in bad)
-            why = (f"our three ranks sum to {sum(ours):.2f} against the paper's {sum(paper):.2f} (6 = every "
-                   "difference significant): fewer differences reach significance here, because with "
-                   f"{n_rep} repeats on low-dimensional sets the three criteria's errors are often within a "
-                   "fraction of a point, and tied methods share the better rank"
-                   if lower else f"our three ranks sum to {sum(ours):.2f} against the paper's {sum(paper):.2f}")
             out.append(f"- **{group}, {clf}** ({listing}): order {order_o}, "
-                       f"{'the same as' if same else 'unlike'} the paper's {order_p}; {facts}; {why}. Likely "
-                       f"reasons: different data ({len(paper_names)} of the paper's 29 sets plus "
-                       f"{len(names) - len(paper_names)} others, none of the high-dimensional ones where the "
-                       "assumptions matter most), fewer repeats, and the ranking rule is our inference.")
+                       f"{'the same as' if same else 'unlike'} the paper's {order_p}; {facts}; our three ranks sum "
+                       f"to {sum(ours):.2f} against the paper's {sum(paper):.2f} (6 = every difference significant).")
     out.append("")
     return "\n".join(out)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smoke test: wine and heart, 2 x 3-fold CV (< 1 min)")
-    ap.add_argument("--repeats", type=int, default=5, help="repeats of the 10-fold CV (paper: 50)")
+    ap = SCRIPT.parser(quick="smoke test: wine and heart, 2 x 3-fold CV (< 1 min)", from_csv=True, repeats=5,
+                       repeats_help="repeats of the 10-fold CV (paper: 50)")
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--k-step", type=int, default=10, help="step of the k grid 10..min(100, N)")
     ap.add_argument("--n-bins", type=int, default=5, help="most MDL intervals (paper: 5)")
@@ -294,44 +274,30 @@ def main(argv=None):
                     help="Wilcoxon samples: per-repeat mean errors (default) or per-fold errors")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
-    ap.add_argument("--threads", type=int, default=_THREADS, help="torch / BLAS threads (default $TENSORPROB_THREADS or 1)")
-    ap.add_argument("--from-csv", action="store_true", help="rebuild the report from results/amd_ranks_folds.csv")
-    args = ap.parse_args(argv)
-    set_torch_threads(args.threads)
+    args = SCRIPT.parse(ap, argv)
     names = []
     for tok in args.datasets.split(","):
         names += list(PAPER_SETS) if tok == "paper" else EXTRA_SETS if tok == "extra" else [tok]
     if args.quick:
         names, args.repeats, args.folds = ["wine", "heart"], 2, 3
-    args.suffix = "_quick" if args.quick else ""
-    print(f"machine: {machine()}\n", flush=True)
     started = time.perf_counter()
     if args.from_csv:
-        per_fold = pd.read_csv(os.path.join(RESULTS, f"amd_ranks_folds{args.suffix}.csv"))
+        per_fold = SCRIPT.read_csv("folds")
         per_fold = per_fold[per_fold["dataset"].isin(names)]
-        info_path = os.path.join(RESULTS, f"amd_ranks_data{args.suffix}.csv")
-        info = pd.read_csv(info_path, keep_default_na=False).to_dict("records")
+        info, total, args.run_commit = SCRIPT.read_meta()
         info = [r for r in info if r["dataset"] in names]
-        total = float(info[0].get("total_minutes", 0)) * 60 if info else 0.0
-        args.run_commit = info[0].get("run_commit") if info else None
         args.repeats = int(per_fold["repeat"].max()) + 1
     else:
         per_fold, info = run(args, names)
         total = time.perf_counter() - started
-        write_csv(os.path.join(RESULTS, f"amd_ranks_data{args.suffix}.csv"),
-                  [dict(r, total_minutes=total / 60, run_commit=git_state(__file__)) for r in info])
-    ranks = test_ranks(per_fold, args.test_unit, args.alpha)
-    alt = test_ranks(per_fold, ALT_UNIT[args.test_unit], args.alpha)  # the other choice of Wilcoxon samples
+        SCRIPT.write_meta(info, total)
+    ranks = tested_ranks(per_fold, args.test_unit, args.alpha)
+    alt = tested_ranks(per_fold, ALT_UNIT[args.test_unit], args.alpha)  # the other choice of Wilcoxon samples
     ranks["test_rank_alt_unit"] = alt["test_rank"].to_numpy()
     assert (alt["dataset"].to_numpy() == ranks["dataset"].to_numpy()).all()
-    write_csv(os.path.join(RESULTS, f"amd_ranks{args.suffix}.csv"), ranks.to_dict("records"))
-    for r in info:
-        r.pop("total_minutes", None)
-        r.pop("run_commit", None)
+    SCRIPT.write_csv("", ranks)
     md = report(args, ranks, per_fold, info, total)
-    with open(os.path.join(RESULTS, f"amd_ranks{args.suffix}.md"), "w") as fh:
-        fh.write(md)
+    SCRIPT.write_text(md)
     print(md)
 
 

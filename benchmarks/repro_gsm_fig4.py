@@ -23,25 +23,23 @@ rebuilds the markdown and the plots from the CSV files.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import git_state, machine, markdown, set_torch_threads, threads_from_argv, write_csv
+from _common import Script, markdown
 
-_THREADS = threads_from_argv()  # before NumPy / torch start their thread pools
+SCRIPT = Script("gsm_fig4", __doc__)  # caps the thread pools before NumPy / torch start them
 
 import numpy as np
 import pandas as pd
 
 import tensorprob as tp
-from tensorprob.evaluation import evaluate_splits, holdout_protocol, plot_accuracy_vs_k
+from tensorprob.evaluation import accuracy_curves, holdout_protocol, make_classifier, plot_accuracy_vs_k
 
 warnings.simplefilter("ignore")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 METHODS = ["GSM-CPD", "MRMR", "JMIM"]
 LABEL = "GSM-CPD (target=label)"  # diagnostic, not in the paper: greedy on the CPD's I(X_S; Y)
@@ -53,25 +51,9 @@ INPUT_TEXT = {"codes": "1-NN on 5 equal-width bin codes (bins fitted on the trai
                        "categorical codes keep their order)",
               "continuous": "1-NN on min-max scaled raw values (library protocol default)"}
 
-_RANKS: list[dict] = []  # GSM-CPD rank chosen on each training part (filled by _RecordingGSM.fit)
-
-
-class _RecordingGSM(tp.GSMCPD):
-    """GSMCPD that logs the rank it chose (the protocol clones selectors and keeps no fitted one)."""
-
-    def fit(self, X, y):
-        t0 = time.perf_counter()
-        super().fit(X, y)
-        errs = getattr(self, "rank_errors_", None)
-        _RANKS.append({"rank": int(self.rank_), "seconds": time.perf_counter() - t0,
-                       "rank_errors": "" if errs is None else " ".join(f"{e:.4f}" for e in np.asarray(errs)),
-                       "g_at_kmax": float(self.scores_[-1]), "first_picks": " ".join(map(str, self.selected_[:5]))})
-        return self
-
-
 def selectors(args):
     rank = None if args.rank == "cv" else int(args.rank)
-    gsm = _RecordingGSM(k=args.kmax, rank=rank, lazy=True, estimator=args.estimator, n_samples=args.n_samples,
+    gsm = tp.GSMCPD(k=args.kmax, rank=rank, lazy=True, estimator=args.estimator, n_samples=args.n_samples,
                         discretizer="uniform", n_bins=5, device=args.device, random_state=args.seed)
     kw = {"discretizer": "uniform", "n_bins": 5, "device": args.device}
     out = {"GSM-CPD": gsm, "MRMR": tp.MRMR(**kw), "JMIM": tp.JMIM(**kw)}
@@ -80,16 +62,6 @@ def selectors(args):
                                n_samples=args.n_samples, discretizer="uniform", n_bins=5, device=args.device,
                                random_state=args.seed)
     return out
-
-
-def codes_classifier():
-    """1-NN on 5 equal-width bin codes, the bins fitted on the training part (constant columns -> one bin)."""
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import KBinsDiscretizer
-
-    return make_pipeline(KBinsDiscretizer(n_bins=5, encode="ordinal", strategy="uniform"),
-                         KNeighborsClassifier(n_neighbors=1))
 
 
 def run_dataset(name, args):
@@ -102,26 +74,21 @@ def run_dataset(name, args):
         s.set_params(k=ks[-1])
     categorical = all(meta["categorical"])
     t0 = time.perf_counter()
-    start = len(_RANKS)
-    if args.inputs == ["continuous"]:
-        res = holdout_protocol(sel, X, y, ks=ks, n_repeats=args.repeats, test_size=0.3, classifier="1nn",
-                               random_state=args.seed, progress=False, dataset=name)
-        res["input"] = "continuous"
-    elif args.inputs == ["codes"]:
-        res = holdout_protocol(sel, X, y, ks=ks, n_repeats=args.repeats, test_size=0.3,
-                               classifier=codes_classifier(), random_state=args.seed, progress=False, dataset=name)
-        res["input"] = "codes"
-    else:  # both inputs scored on one selection per split: holdout_protocol's own splits
-        from sklearn.model_selection import StratifiedShuffleSplit
-
-        sss = StratifiedShuffleSplit(n_splits=args.repeats, test_size=0.3, random_state=args.seed % 2**32)
-        splits = list(sss.split(np.zeros(len(y)), y))
-        clfs = {"codes": codes_classifier(), "continuous": "1nn"}
-        res = evaluate_splits(sel, X, y, splits, ks, [clfs[i] for i in args.inputs], progress=False, dataset=name)
-        labels = {("1nn" if i == "continuous" else "Pipeline"): i for i in args.inputs}
-        res["input"] = res["classifier"].map(labels)
+    clfs = {"codes": make_classifier("1nn", inputs="codes", n_bins=5), "continuous": "1nn"}
+    res, fitted = holdout_protocol(sel, X, y, ks=ks, n_repeats=args.repeats, test_size=0.3,
+                                   classifier={i: clfs[i] for i in args.inputs}, random_state=args.seed,
+                                   progress=False, dataset=name, return_fitted=True)
+    res = res.rename(columns={"classifier": "input"})
     secs = time.perf_counter() - t0
-    ranks = [dict(r, dataset=name, split=i) for i, r in enumerate(_RANKS[start:])]
+    ranks = []  # the rank GSM-CPD chose on each training part
+    for split in range(args.repeats):
+        gsm = fitted[("GSM-CPD", split)]
+        errs = getattr(gsm, "rank_errors_", None)
+        ranks.append({"dataset": name, "split": split, "rank": int(gsm.rank_),
+                      "seconds": float(res.loc[(res["method"] == "GSM-CPD") & (res["split"] == split),
+                                               "select_seconds"].iloc[0]),
+                      "rank_errors": "" if errs is None else " ".join(f"{e:.4f}" for e in np.asarray(errs)),
+                      "g_at_kmax": float(gsm.scores_[-1]), "first_picks": " ".join(map(str, gsm.selected_[:5]))})
     info = {"dataset": name, "paper name": PAPER_NAMES[name],
             "paper N/M/C": "/".join(map(str, PAPER_SHAPES[name])),
             "ours N/M/C": f"{n_feat}/{meta['n_samples']}/{meta['n_classes']}",
@@ -131,14 +98,10 @@ def run_dataset(name, args):
 
 
 def curves(res):
-    g = res.groupby(["dataset", "input", "method", "k"])["accuracy"]
-    out = g.agg(["mean", "std", "count"]).reset_index()
-    out["mean"] *= 100
-    out["std"] *= 100
-    return out
+    return accuracy_curves(res, ["dataset", "input", "method"], scale=100)
 
 
-def save_plots(res, suffix):
+def save_plots(res):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,10 +117,10 @@ def save_plots(res, suffix):
         for ax, inp in zip(axes[0], inputs):
             plot_accuracy_vs_k(d[d["input"] == inp], ax=ax, title=f"{name}: {inp} input to 1-NN")
         fig.tight_layout()
-        path = os.path.join(RESULTS, f"gsm_fig4_{name}{suffix}.png")
+        path = SCRIPT.path(name, "png")
         fig.savefig(path, dpi=80)
         plt.close(fig)
-        paths.append(path)
+        paths.append((name, path))
     return paths
 
 
@@ -165,9 +128,9 @@ def _pm(m, s):
     return f"{m:.1f} ± {s:.1f}"
 
 
-def claims(cur, names, main_input, label_rank=30):
+def claims(cur, names, main_input):
     """The paper's qualitative statements about Fig. 4 that concern chess and MNIST, checked on our curves."""
-    rows, notes = [], []
+    rows = []
     c = cur[cur["input"] == main_input]
     for name in names:
         d = c[c["dataset"] == name]
@@ -186,10 +149,6 @@ def claims(cur, names, main_input, label_rank=30):
         rows.append({"dataset": name, "claim (paper text, Sec. V)": claim,
                      "ours": f"GSM-CPD best at k = {best_k} ({g.max():.1f} %); at k = {kmax}: {g.loc[kmax]:.1f} %",
                      "agrees": "yes" if ok else "no"})
-        if not ok:
-            notes.append(f"- **{name}, where the curve peaks**: our GSM-CPD curve peaks at k = {best_k} "
-                         f"({g.max():.1f} %) against {g.loc[kmax]:.1f} % at k = {kmax}; the paper's statement is read "
-                         "from its curve, which ran on other data (see above).")
         # lead: MNIST "clear lead" (higher than both baselines at >= 80 % of the k), chess "almost all data sets"
         # (higher on average over k than both baselines)
         if name == "mnist":
@@ -202,36 +161,10 @@ def claims(cur, names, main_input, label_rank=30):
                      "ours": "; ".join(f"vs {m}: {lead[m]:+.1f} points averaged over k, higher at {wins[m]}/"
                                        f"{len(piv)} k" for m in lead),
                      "agrees": "yes" if ok else "no"})
-        if not ok:
-            diag = ""
-            if LABEL in piv:
-                lab = piv[LABEL]
-                vs = "; ".join(f"{float((lab - piv[m]).mean()):+.1f} against {m}" for m in METHODS[1:])
-                diag = (f" The diagnostic variant that maximizes the CPD's I(X_S; Y) instead of I(X_S; Z) (same "
-                        f"library, rank {label_rank}) averages {vs} and {float((lab - g).mean()):+.1f} against "
-                        "GSM-CPD, so most of the gap lies in the surrogate: I(X_S; Z) rewards features that identify "
-                        "the latent component (a clustering of the joint law of all pixels or board features), and "
-                        "under the CV-chosen rank those are not the most label-informative features at small k.")
-            data = ("The paper ran its 'remodel' variant on MNIST (a CPD refitted on X_{S+s}, Y for every "
-                    "candidate s at every step, so the model always describes the candidate set and the label) "
-                    "with 80,000 samples, where we fit one CPD on 3,500 training rows of the 5,000-image subset."
-                    if name == "mnist" else
-                    "Chess is categorical (no discretization involved) and the same data as the paper's, so "
-                    "data version and binning are ruled out; left are the CPD fit (rank, start), the estimator, and "
-                    "the remodel variant, which the paper used on chess if its 'four largest' counts samples.")
-            notes.append(f"- **{name}, lead claim**: ours does not lead "
-                         f"({'; '.join(f'{m} {lead[m]:+.1f}' for m in lead)} points averaged over k)." + diag
-                         + " " + data + " The paper's curves are figure only, so the size of its lead is unknown.")
-    return rows, notes
+    return rows
 
 
-def _git(info):
-    """The checkout state recorded with the run (``--from-csv`` keeps it), else the current one."""
-    g = info[0].get("git") if info else None
-    return g if isinstance(g, str) and g else git_state(__file__)
-
-
-def report(args, names, info, cur, ranks, total, png):
+def report(args, names, info, cur, ranks, total, png, recorded=None):
     inputs = list(dict.fromkeys(cur["input"]))
     main_input = "codes" if "codes" in inputs else inputs[0]
     red = []
@@ -243,9 +176,8 @@ def report(args, names, info, cur, ranks, total, png):
         red.append(f"fixed GSM-CPD rank {args.rank} instead of the 5-fold CV choice")
     out = [(f"# Paper 000 (GSM-CPD), Fig. 4: 1-NN accuracy against k, ours vs paper"
            f"{' (QUICK SMOKE RUN)' if args.quick else ''}"), "",
-           (f"`python benchmarks/repro_gsm_fig4.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
-           f"{_git(info)}. Threads: {args.threads} (torch and BLAS) on a shared 2-core machine under load "
-           f"from other jobs; total {total / 60:.1f} min (timings are indicative only)."), "",
+           f"{SCRIPT.header(recorded)}; total {total / 60:.1f} min (timings are indicative only). Interpretation: "
+           "`benchmarks/REPRODUCTIONS.md`.", "",
            "**Reduced against the paper's protocol:** " + ("; ".join(red) if red else
                                                            "nothing in the protocol (10 splits, k = 1..50 or N, rank by "
                                                            "5-fold CV over {5, 10, 15, 20, 30})") +
@@ -307,13 +239,9 @@ def report(args, names, info, cur, ranks, total, png):
                 "Best k of each mean curve and the mean over all k:", "",
                 markdown(best, ["method", "input", "best k", "best accuracy %", "mean over k %"]), "",
                 f"Curves: `{os.path.basename(png.get(name, ''))}`", ""]
-    crow, notes = claims(cur, names, main_input, args.label_rank)
+    crow = claims(cur, names, main_input)
     out += [f"## The paper's claims about Fig. 4, checked on our `{main_input}` curves", "",
             markdown(crow, ["dataset", "claim (paper text, Sec. V)", "ours", "agrees"]), ""]
-    out += ["## Differences from the paper", "",
-            "No numeric paper value exists, so no cell can differ by more than a reported standard deviation; the "
-            "sentences below cover the claims we do not reproduce." + ("" if notes else " All claims checked agree."),
-            ""] + notes + [""]
     if len(ranks):
         rk = []
         for name in names:
@@ -333,9 +261,8 @@ def report(args, names, info, cur, ranks, total, png):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smoke test: chess, 2 splits, k <= 10, rank 10 (< 1 min)")
-    ap.add_argument("--repeats", type=int, default=10, help="number of 70/30 splits (paper: 10)")
+    ap = SCRIPT.parser(quick="smoke test: chess, 2 splits, k <= 10, rank 10 (< 1 min)", from_csv=True, repeats=10,
+                       repeats_help="number of 70/30 splits (paper: 10)")
     ap.add_argument("--datasets", default="chess,mnist", help="comma-separated subset of chess,mnist")
     ap.add_argument("--kmax", type=int, default=50, help="largest k (paper: 50, or N when smaller)")
     ap.add_argument("--rank", default="cv", help="'cv' (5-fold CV over 5,10,15,20,30 per split; paper) or a rank")
@@ -347,12 +274,7 @@ def main(argv=None):
     ap.add_argument("--inputs", default="codes,continuous",
                     help="1-NN inputs, comma-separated from codes,continuous (first = main table)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the splits, CPD fits and model samples")
-    ap.add_argument("--threads", type=int, default=_THREADS, help="torch / BLAS threads (default $TENSORPROB_THREADS "
-                                                                  "or 1)")
-    ap.add_argument("--from-csv", action="store_true", help="rebuild markdown and plots from the saved CSV files")
-    args = ap.parse_args(argv)
-    set_torch_threads(args.threads)
+    args = SCRIPT.parse(ap, argv)
     names = args.datasets.split(",")
     args.inputs = list(dict.fromkeys(args.inputs.split(",")))
     if any(i not in INPUT_TEXT for i in args.inputs):
@@ -362,15 +284,12 @@ def main(argv=None):
     if args.quick:
         names, args.repeats, args.kmax, args.rank, args.n_samples = ["chess"], 2, 10, "10", 1000
         args.label_rank = 10 if args.label_rank else 0
-    suffix = "_quick" if args.quick else ""
-    path = {k: os.path.join(RESULTS, f"gsm_fig4{'' if k == 'main' else '_' + k}{suffix}.csv")
-            for k in ("main", "curves", "ranks", "data")}
-    print(f"machine: {machine()}\n", flush=True)
+    recorded = None
     if args.from_csv:
-        res = pd.read_csv(path["main"])
-        ranks = pd.read_csv(path["ranks"]) if os.path.exists(path["ranks"]) else pd.DataFrame()
-        info = pd.read_csv(path["data"]).to_dict("records")
-        total = 60 * float(info[0]["total_minutes"])
+        res = SCRIPT.read_csv("")
+        ranks = SCRIPT.read_csv("ranks")
+        ranks = pd.DataFrame() if ranks is None else ranks
+        info, total, recorded = SCRIPT.read_meta()
         names = [n for n in names if n in set(res["dataset"])]
     else:
         started = time.perf_counter()
@@ -384,16 +303,14 @@ def main(argv=None):
         res = pd.concat(parts, ignore_index=True)
         ranks = pd.DataFrame(rank_rows)
         total = time.perf_counter() - started
-        cols = ["dataset", "input", "method", "split", "k", "accuracy", "select_seconds"]
-        write_csv(path["main"], res[cols].to_dict("records"))
-        write_csv(path["ranks"], rank_rows)
-        write_csv(path["data"], [dict(i, total_minutes=total / 60, git=git_state(__file__)) for i in info])
+        SCRIPT.write_csv("", res[["dataset", "input", "method", "split", "k", "accuracy", "select_seconds"]])
+        SCRIPT.write_csv("ranks", rank_rows)
+        SCRIPT.write_meta(info, total)
     cur = curves(res)
-    write_csv(path["curves"], cur.to_dict("records"))
-    png = {os.path.basename(p).split("_")[2].split(".")[0]: p for p in save_plots(res, suffix)}
-    md = report(args, names, info, cur, ranks, total, png)
-    with open(os.path.join(RESULTS, f"gsm_fig4{suffix}.md"), "w") as fh:
-        fh.write(md)
+    SCRIPT.write_csv("curves", cur)
+    png = {name: path for name, path in save_plots(res)}
+    md = report(args, names, info, cur, ranks, total, png, recorded)
+    SCRIPT.write_text(md)
     print(md)
 
 

@@ -35,24 +35,24 @@ and data descriptions ``results/hofs_table3_data.csv`` (``_quick`` suffix with `
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import git_state, machine, markdown, set_torch_threads, threads_from_argv, write_csv
+from _common import Script, markdown
 
-_THREADS = threads_from_argv()  # before NumPy / torch start their thread pools
+SCRIPT = Script("hofs_table3", __doc__)  # caps the thread pools before NumPy / torch start them
 
 import numpy as np
 import pandas as pd
 
 import tensorprob as tp
+from tensorprob.encoding import to_numeric
+from tensorprob.evaluation import plugin_mutual_information
 
 warnings.simplefilter("ignore")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 PAPER_METHODS = ["VMI", "mRMR", "JMI", "CMIM", "SPEC_CMI", "HOFS"]
 EXTRA_METHODS = ["VMI-pairwise"]
@@ -69,16 +69,9 @@ PAPER_MISSING = ["Lung", "Waveform", "Semeion", "Musk2", "Promoter", "Madelon"]
 MARGIN = 0.05  # relative margin (no std reported): a cell "differs" when |ours - paper| > 5 % of the paper's value
 
 
-def _entropy_rows(Z):
-    _, c = np.unique(Z, axis=0, return_counts=True)
-    p = c / c.sum()
-    return float(-(p * np.log(p)).sum())
-
-
-def plugin_mi(C, y, S):
-    """Plug-in I(X_S; Y) in nats from the counts of the joint cells."""
-    XS = C[:, list(S)]
-    return _entropy_rows(XS) + _entropy_rows(y[:, None]) - _entropy_rows(np.column_stack([XS, y]))
+def plugin_entropy(y):
+    """Plug-in H(Y) in nats: I(Y; Y)."""
+    return plugin_mutual_information(np.asarray(y)[:, None], y, [0])
 
 
 def selectors(k, disc, seed):
@@ -90,8 +83,6 @@ def selectors(k, disc, seed):
 
 def run_dataset(name, args, disc):
     """All repeats of one data set under one discretizer; ``None`` for categorical data (codes as they are)."""
-    from tensorprob.evaluation._protocols import _numeric
-
     X, y_raw, meta = tp.datasets.load_dataset(name)
     y = np.unique(np.asarray(y_raw), return_inverse=True)[1].astype(np.int64)
     if disc is None:
@@ -99,7 +90,7 @@ def run_dataset(name, args, disc):
     else:
         C = tp.discretize(X, n_bins=5, strategy=disc, y=y).astype(np.int64)
     label = disc or "categorical"
-    Xn = _numeric(X)  # HOFS: continuous values (categorical columns as ordinal codes)
+    Xn = to_numeric(X)  # HOFS: continuous values (categorical columns as ordinal codes)
     n_feat = C.shape[1]
     rows, fits = [], []
     for r in range(args.repeats):
@@ -129,11 +120,11 @@ def run_dataset(name, args, disc):
             est = model.mutual_information(S, target=n_feat, method="mc", samples=samples)
             rows.append({"dataset": name, "discretizer": label, "repeat": r, "method": m,
                          "selected": " ".join(map(str, S)), "cpd_mi_nats": float(est.value),
-                         "cpd_mi_stderr": float(est.stderr), "cpd_h_y": h_y, "plugin_mi_nats": plugin_mi(C, y, S),
-                         "plugin_h_y": _entropy_rows(y[:, None]), "select_seconds": sel_s, "rank": rank,
+                         "cpd_mi_stderr": float(est.stderr), "cpd_h_y": h_y, "plugin_mi_nats": plugin_mutual_information(C, y, S),
+                         "plugin_h_y": plugin_entropy(y), "select_seconds": sel_s, "rank": rank,
                          # diagnostics of the paper's scale (bits)
                          "specq_bits": float(Q[np.ix_(S, S)].sum() / np.log(2)),
-                         "pairs_bits": float(sum(plugin_mi(C, y, [a, b]) for i, a in enumerate(S) for b in S[i + 1:])
+                         "pairs_bits": float(sum(plugin_mutual_information(C, y, [a, b]) for i, a in enumerate(S) for b in S[i + 1:])
                                              / np.log(2))})
         print(f"{name} [{label}] repeat {r}: rank {rank}, {time.perf_counter() - t0:.1f} s", flush=True)
     info = {"dataset": name, "discretizer": label, "paper name": PAPER[name][0],
@@ -153,16 +144,6 @@ def _order(values, names):
 def _variant(df, disc):
     """Rows of one discretizer; categorical data sets (one run) belong to every variant."""
     return df[(df["discretizer"] == disc) | (df["discretizer"] == "categorical")]
-
-
-REASONS = {
-    "splice": "splice is categorical (no discretization involved, same data as the paper up to 15 rows); the "
-              "paper's six values lie within 1.1 % of each other, so small estimator differences reorder "
-              "the methods",
-    "optdigits": "optdigits holds counts 0..16 that the paper may have binned differently (or not at all)",
-    "spambase": "spambase is heavy-tailed (most values near 0, a few huge), so which features look informative "
-                "depends strongly on the binning; the KEEL copy has 4,597 rows (UCI 4,601)",
-}
 
 
 def _top(ranks):
@@ -241,13 +222,7 @@ def _scale_rows(df, discs, names):
     return out
 
 
-def _git(info):
-    """The checkout state recorded with the run (``--from-csv`` keeps it), else the current one."""
-    g = info[0].get("git") if info else None
-    return g if isinstance(g, str) and g else git_state(__file__)
-
-
-def report(args, names, info, df, fits, total):
+def report(args, names, info, df, fits, total, recorded=None):
     discs = args.discretizers
     main_disc = discs[0]
     methods = [m for m in PAPER_METHODS + EXTRA_METHODS if m in set(df["method"])]
@@ -255,9 +230,8 @@ def report(args, names, info, df, fits, total):
     spread = [r["max/min ratio"] for r in scale]
     out = [(f"# Paper 002 (HOFS), Table 3: global MI of the top {args.k} features, ours vs paper"
            f"{' (QUICK SMOKE RUN)' if args.quick else ''}"), "",
-           (f"`python benchmarks/repro_hofs_table3.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
-           f"{_git(info)}. Threads: {args.threads} (torch and BLAS) on a shared 2-core machine under load "
-           f"from other jobs; total {total / 60:.1f} min (timings are indicative only)."), "",
+           f"{SCRIPT.header(recorded)}; total {total / 60:.1f} min (timings are indicative only). Interpretation: "
+           "`benchmarks/REPRODUCTIONS.md`.", "",
            ("**What the paper's number is.** The paper reports the \"global mutual information\" of each method's "
            "top 11 features (Table 3, no unit, no standard deviation) but never defines how it is computed. It "
            "cannot be I(X_S; Y) in bits or nats: that is at most H(Y) <= log2(C) bits, i.e. 1.58 (Splice), 3.32 "
@@ -337,12 +311,7 @@ def report(args, names, info, df, fits, total):
             f"ranks {st['hofs_rank']} of 6 here and {st['paper_hofs_rank']} in the paper ({st['hofs_gap']:+.3f} nats "
             f"against the best other method; HOFS's spread over repeats or MC error up to {st['hofs_sig']:.3f}; the six "
             f"values span {st['spread_ours']:.1f} % here, {st['spread_paper']:.1f} % in the paper)"
-            + (f"; other codes: {'; '.join(others)}" if others else "") + tie_txt
-            + f". Likely reasons: the paper's unknown estimator (any estimator orders sets by its own bias: ours "
-            f"smooths through a low-rank model); {REASONS[name]}; our HOFS selects on its own equal-width bins of "
-            "the raw values while the estimate reads the codes above; and HOFS is our implementation with the "
-            "corrected sign of eq. 24 (see `tensorprob/selection/_hofs.py`; the printed eq. 24 and the authors' later R "
-            "package have the opposite sign), so it need not pick the paper's features.")
+            + (f"; other codes: {'; '.join(others)}" if others else "") + tie_txt + ".")
     ties = []
     for name in names:
         for d in discs:
@@ -396,21 +365,15 @@ def report(args, names, info, df, fits, total):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smoke test: splice, 1 repeat, rank 10, 2000 samples")
-    ap.add_argument("--repeats", type=int, default=5, help="seeds of HOFS / CPD fit / MC samples")
+    ap = SCRIPT.parser(quick="smoke test: splice and spambase, 1 repeat, rank 10, 2000 samples", from_csv=True,
+                       repeats=5, repeats_help="seeds of HOFS / CPD fit / MC samples")
     ap.add_argument("--datasets", default=",".join(PAPER), help="comma-separated subset of " + ",".join(PAPER))
     ap.add_argument("--k", type=int, default=11, help="number of selected features (paper: 11)")
     ap.add_argument("--discretizers", default="mdl,uniform",
                     help="codes of continuous columns, comma-separated from mdl,uniform,quantile (first = main)")
     ap.add_argument("--rank", default="cv", help="'cv' (5-fold CV over 5,10,15,20,30) or a fixed CPD rank")
     ap.add_argument("--n-samples", type=int, default=20000, help="model samples of the MC estimate")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=_THREADS, help="torch / BLAS threads (default $TENSORPROB_THREADS "
-                                                                  "or 1)")
-    ap.add_argument("--from-csv", action="store_true", help="rebuild the markdown from the saved CSV files")
-    args = ap.parse_args(argv)
-    set_torch_threads(args.threads)
+    args = SCRIPT.parse(ap, argv)
     names = args.datasets.split(",")
     args.discretizers = list(dict.fromkeys(args.discretizers.split(",")))
     if any(n not in PAPER for n in names):
@@ -420,15 +383,11 @@ def main(argv=None):
     if args.quick:
         names, args.repeats, args.rank, args.n_samples = ["splice", "spambase"], 1, "10", 2000
         args.discretizers = args.discretizers[:1]
-    suffix = "_quick" if args.quick else ""
-    path = {k: os.path.join(RESULTS, f"hofs_table3{'' if k == 'main' else '_' + k}{suffix}.csv")
-            for k in ("main", "cpd", "data")}
-    print(f"machine: {machine()}\n", flush=True)
+    recorded = None
     if args.from_csv:
-        df = pd.read_csv(path["main"], dtype={"selected": str})
-        fits = pd.read_csv(path["cpd"], dtype={"cv_errors": str}).fillna("").to_dict("records")
-        info = pd.read_csv(path["data"]).to_dict("records")
-        total = 60 * float(info[0]["total_minutes"])
+        df = SCRIPT.read_csv("", dtype={"selected": str})
+        fits = SCRIPT.read_csv("cpd", dtype={"cv_errors": str}).fillna("").to_dict("records")
+        info, total, recorded = SCRIPT.read_meta()
         names = [n for n in names if n in set(df["dataset"])]
         args.discretizers = [d for d in args.discretizers if d in set(df["discretizer"])] or ["categorical"]
     else:
@@ -441,14 +400,13 @@ def main(argv=None):
                 rows += r
                 fits += f
                 info.append(i)
+                SCRIPT.write_csv("", rows)  # checkpoint after every data set
         total = time.perf_counter() - started
         df = pd.DataFrame(rows)
-        write_csv(path["main"], rows)
-        write_csv(path["cpd"], fits)
-        write_csv(path["data"], [dict(i, total_minutes=total / 60, git=git_state(__file__)) for i in info])
-    md = report(args, names, info, df, fits, total)
-    with open(os.path.join(RESULTS, f"hofs_table3{suffix}.md"), "w") as fh:
-        fh.write(md)
+        SCRIPT.write_csv("cpd", fits)
+        SCRIPT.write_meta(info, total)
+    md = report(args, names, info, df, fits, total, recorded)
+    SCRIPT.write_text(md)
     print(md)
 
 

@@ -23,25 +23,24 @@ descriptions ``results/vmi_table3_{curves,wtl,diag,data}.csv`` (``_quick`` suffi
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import git_state, machine, markdown, set_torch_threads, threads_from_argv, write_csv  # noqa: E402
+from _common import Script, markdown  # noqa: E402
 
-_THREADS = threads_from_argv()  # before NumPy / torch start their thread pools
+SCRIPT = Script("vmi_table3", __doc__)  # caps the thread pools before NumPy / torch start them
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import tensorprob as tp  # noqa: E402
-from tensorprob.evaluation import cv_protocol, summarize  # noqa: E402
+from tensorprob.encoding import to_numeric  # noqa: E402
+from tensorprob.evaluation import accuracy_curves, cv_protocol, make_classifier, summarize, win_tie_loss  # noqa: E402
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings on some folds
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 METHODS = ["mRMR", "JMI", "CMIM", "SPEC_CMI", "VMI-naive", "VMI-pairwise"]
 COMPETITORS = METHODS[:4]
@@ -61,32 +60,6 @@ PAPER = {
 # Paper's W/T/L over its 17 data sets (paired t-test, 5 %): VMI-naive, VMI-pairwise vs each competitor.
 PAPER_WTL = {"VMI-naive": ["11/4/2", "10/6/1", "10/7/0", "13/2/2"],
              "VMI-pairwise": ["9/6/2", "9/6/2", "13/3/1", "12/3/2"]}
-
-# Likely causes of the differences, per data set: facts about our copies of the data plus the
-# measured diagnostics ({coding} fields are filled from the diagnostics table of the same run).
-DATA_NOTES = {
-    "chess": "same data as the paper's (3196 x 36, all categorical, so no discretization is involved); the "
-             "linear SVM sees ordinal codes of the letters (all 36 features: {ordinal} %, one-hot {onehot} %); "
-             "the remaining gap is within about two CV standard errors of ours, and the fold split differs",
-    "splice": "the linear SVM sees ordinal codes of the letters A/C/D/G/N/R/S/T, with which even all 60 "
-              "features give {ordinal} % (one-hot: {onehot} %), so every method lands at the same error; the "
-              "paper's 13.6-14.7 % needs another numeric coding of the bases; our KEEL copy also has 3190 rows "
-              "(the paper's 3175)",
-    "optdigits": "counts 0..16 (KEEL's 5620 rows); all 64 features give {minmax} % on the min-max values, and the "
-                 "error curve is steep in k, so the mean over k depends on the k grid and the paper's large std "
-                 "absorbs the difference",
-    "spambase": "a linear SVM on the min-max scaled values has {minmax} % error even with all 57 features "
-                "(standardized: {standard} %), above the paper's 6.6-7.0 % for every method, while on 5-interval "
-                "MDL codes it has {codes_mdl} %: the paper's classifier most likely saw the discretized data "
-                "(it says all data are discretized) - see the mdl:codes variant; KEEL's copy has 4597 rows (UCI 4601)",
-    "ionosphere": "with 5 equal-width bins most cells fall within the paper's std (see the variant tables), so the "
-                  "paper's discretization was probably not MDL; KEEL's copy has 33 features (UCI 34: the constant "
-                  "second attribute is dropped) and 351 rows make 10-fold errors noisy (one sample = 2.8 % of a fold)",
-    "satimage": "Landsat = satimage, 6435 x 36 in both; all 36 features give {minmax} % on min-max values, below "
-                "the paper's numbers for every method, while with the SVM on MDL codes (variant mdl:codes) all six "
-                "cells fall within the paper's std: the paper's classifier most likely saw the discretized values",
-}
-
 
 def parse_variants(spec):
     out = []
@@ -117,19 +90,6 @@ def run_variant(name, X, y, ks, args, variant):
     return res, time.perf_counter() - t0
 
 
-def wtl(curves, ref, other, alpha=0.05):
-    """Paired t-test over the k grid: "W" (ref lower error), "L" or "T"."""
-    from scipy.stats import ttest_rel
-
-    a, b = curves.loc[ref].to_numpy(), curves.loc[other].to_numpy()
-    if a.size < 2 or np.allclose(a, b):
-        return "T", float("nan")
-    p = float(ttest_rel(a, b).pvalue)
-    if not np.isfinite(p) or p >= alpha:
-        return "T", p
-    return ("W" if a.mean() < b.mean() else "L"), p
-
-
 def diagnostics(names, folds, seed, n_bins):
     """Linear SVM on all features under several numeric codings (10-fold CV, error %)."""
     from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -137,15 +97,12 @@ def diagnostics(names, folds, seed, n_bins):
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import LinearSVC
 
-    from tensorprob.evaluation import make_classifier
-    from tensorprob.evaluation._protocols import _numeric
-
     rows = []
     for name in names:
         X, y, meta = tp.datasets.load_dataset(name)
         cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
         if all(meta["categorical"]):
-            codings = {"ordinal": (_numeric(X), "ordinal codes of the sorted values, min-max (the protocol)"),
+            codings = {"ordinal": (to_numeric(X), "ordinal codes of the sorted values, min-max (the protocol)"),
                        "onehot": (pd.get_dummies(X.astype(str)).to_numpy(np.float64), "one-hot, min-max")}
         else:
             codings = {"minmax": (X, "continuous, min-max (the protocol)"),
@@ -176,7 +133,8 @@ def compute(args, names, variants):
         for variant in (variants if continuous else variants[:1]):
             res, secs = run_variant(name, X, y, ks, args, variant)
             print(f"{name} [{variant}]: {secs:.1f} s", flush=True)
-            curves = res.groupby(["method", "k"])["error"].mean().unstack("k") * 100  # % per k, mean over splits
+            curves = accuracy_curves(res, ["method"], value="error", scale=100).pivot(index="method", columns="k",
+                                                                                       values="mean")  # % per k
             per_split = res.groupby(["method", "split"])["error"].mean() * 100  # % per fold, mean over k
             summ = summarize(res).set_index("method")
             for j, m in enumerate(METHODS):
@@ -196,17 +154,15 @@ def compute(args, names, variants):
                     curve_rows.append({"dataset": name, "method": m, "variant": variant, "k": int(k), "error_pct": e})
             for ref in OURS_VMI:
                 for other in COMPETITORS:
-                    outcome, p = wtl(curves, ref, other)
+                    outcome, p = win_tie_loss(curves.loc[ref], curves.loc[other])
                     wtl_rows.append({"dataset": name, "variant": variant, "reference": ref, "method": other,
                                      "outcome": outcome, "p_value": p})
     return rows, curve_rows, wtl_rows, info
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke test: ionosphere and chess, 3 folds, k step 10, first variant only (< 1 min)")
-    ap.add_argument("--repeats", type=int, default=1, help="repeats of the stratified CV (paper: 1)")
+    ap = SCRIPT.parser(quick="smoke test: ionosphere and chess, 3 folds, k step 10, first variant only (< 1 min)",
+                       from_csv=True, repeats=1, repeats_help="repeats of the stratified CV (paper: 1)")
     ap.add_argument("--folds", type=int, default=10, help="CV folds (paper: 10; leave-one-out below 100 samples)")
     ap.add_argument("--k-step", type=int, default=1, help="step of the k grid 10..min(100, N) (default 1: every k)")
     ap.add_argument("--variants", default="mdl:continuous,uniform:continuous,mdl:codes",
@@ -215,12 +171,7 @@ def main(argv=None):
     ap.add_argument("--n-bins", type=int, default=5, help="bins (uniform/quantile) or most intervals (mdl)")
     ap.add_argument("--datasets", default=",".join(PAPER), help="comma-separated subset of " + ",".join(PAPER))
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
-    ap.add_argument("--threads", type=int, default=_THREADS,
-                    help="torch / BLAS threads (default $TENSORPROB_THREADS or 1)")
-    ap.add_argument("--from-csv", action="store_true", help="rebuild the markdown from the saved CSV files")
-    args = ap.parse_args(argv)
-    set_torch_threads(args.threads)
+    args = SCRIPT.parse(ap, argv)
     names = args.datasets.split(",")
     variants = parse_variants(args.variants)
     if args.quick:
@@ -228,16 +179,13 @@ def main(argv=None):
     unknown = [n for n in names if n not in PAPER]
     if unknown:
         ap.error(f"unknown data set(s) {unknown}; choose from {list(PAPER)}")
-    suffix = "_quick" if args.quick else ""
-    path = {k: os.path.join(RESULTS, f"vmi_table3{'' if k == 'main' else '_' + k}{suffix}.csv")
-            for k in ("main", "curves", "wtl", "diag", "data")}
-    print(f"machine: {machine()}\n", flush=True)
+    recorded = None
     if args.from_csv:
-        rows = pd.read_csv(path["main"]).to_dict("records")
-        wtl_rows = pd.read_csv(path["wtl"]).to_dict("records")
-        diag = pd.read_csv(path["diag"]).to_dict("records") if os.path.exists(path["diag"]) else []
-        info = pd.read_csv(path["data"]).to_dict("records")
-        total = 60 * float(info[0]["total_minutes"])
+        rows = SCRIPT.read_csv("").to_dict("records")
+        wtl_rows = SCRIPT.read_csv("wtl").to_dict("records")
+        diag = SCRIPT.read_csv("diag")
+        diag = [] if diag is None else diag.to_dict("records")
+        info, total, recorded = SCRIPT.read_meta()
         present = list(dict.fromkeys(r["variant"] for r in rows))
         variants = [v for v in variants if v in present] or present
         names = [n for n in names if any(r["dataset"] == n for r in rows)]
@@ -246,15 +194,14 @@ def main(argv=None):
         rows, curve_rows, wtl_rows, info = compute(args, names, variants)
         diag = [] if args.quick else diagnostics(names, args.folds, args.seed, args.n_bins)
         total = time.perf_counter() - started
-        write_csv(path["main"], rows)
-        write_csv(path["curves"], curve_rows)
-        write_csv(path["wtl"], wtl_rows)
-        write_csv(path["data"], [dict(r, total_minutes=total / 60, run_commit=git_state(__file__)) for r in info])
+        SCRIPT.write_csv("", rows)
+        SCRIPT.write_csv("curves", curve_rows)
+        SCRIPT.write_csv("wtl", wtl_rows)
+        SCRIPT.write_meta(info, total)
         if diag:
-            write_csv(path["diag"], diag)
-    md = report(args, names, variants, info, rows, wtl_rows, diag, total)
-    with open(os.path.join(RESULTS, f"vmi_table3{suffix}.md"), "w") as fh:
-        fh.write(md)
+            SCRIPT.write_csv("diag", diag)
+    md = report(args, names, variants, info, rows, wtl_rows, diag, total, recorded)
+    SCRIPT.write_text(md)
     print(md)
 
 
@@ -291,20 +238,16 @@ def _wide(rows, names):
     return markdown(table, ["dataset"] + METHODS + ["within std"])
 
 
-def report(args, names, variants, info, rows, wtl_rows, diag, total):
+def report(args, names, variants, info, rows, wtl_rows, diag, total, recorded=None):
     main_v = variants[0]
     main_rows = [r for r in rows if r["variant"] == main_v]
     by = {(r["dataset"], r["method"]): r for r in main_rows}
-    dg = {}
-    for d in diag:
-        dg.setdefault(d["dataset"], {})[d["coding"]] = f"{d['error_pct']:.1f}"
     k_step = info[0]["k grid"].split("step ")[1].split(" ")[0]
     out = [f"# Paper 001 (VMI), Table 3: mean CV error over k, ours vs paper{' (QUICK SMOKE RUN)' if args.quick else ''}",
            "",
-           f"`python benchmarks/repro_vmi_table3.py{' --quick' if args.quick else ''}` — {machine()}; tensorprob "
-           f"{info[0].get('run_commit') or git_state(__file__)}. Threads: {args.threads} (torch and BLAS), on a "
-           f"shared 2-core machine under load (load average about 3 during the full run); total {total / 60:.1f} min, "
-           f"of which the main variant took {_variant_minutes(rows, main_v):.1f} min (timings are indicative only).",
+           f"{SCRIPT.header(recorded)}; total {total / 60:.1f} min, of which the main variant took "
+           f"{_variant_minutes(rows, main_v):.1f} min (timings are indicative only). Interpretation: "
+           "`benchmarks/REPRODUCTIONS.md`.",
            "",
            "**Protocol.** Linear SVM (LinearSVC, C = 1, min-max scaled inputs; categorical columns as ordinal codes), "
            f"{args.repeats} x {args.folds}-fold stratified CV (seed {args.seed}), error averaged over "
@@ -400,24 +343,11 @@ def report(args, names, variants, info, rows, wtl_rows, diag, total):
         if not cells:
             out.append(f"- **{PAPER[name][0]}**: {within}.")
             continue
-        up = sum(c["diff"] > 0 for c in cells)
         se = max(c["ours_cv_stderr"] for c in cells)
         listing = "; ".join(f"{c['method']} {c['ours_error_pct']:.1f} vs {c['paper_error_pct']:.1f} "
                             f"({c['diff']:+.1f}, paper std {c['paper_std']:.1f})" for c in cells)
-        if up == len(cells):
-            direction = ("ours is higher in all of them, the direction of the protocol difference (in-fold "
-                         "selection against the paper's selection on all data; its size is not measured here)")
-        elif up == 0:
-            direction = ("ours is lower in all of them, opposite to the protocol difference (in-fold selection "
-                         "should make ours higher), so data version, discretization or classifier set-up decide")
-        else:
-            direction = "the differences go both ways, so they are not a protocol offset"
-        try:
-            note = DATA_NOTES[name].format(**dg.get(name, {}))
-        except KeyError:  # diagnostics not run (quick mode)
-            note = DATA_NOTES[name].split(";")[0].replace("{", "").replace("}", "")
         out.append(f"- **{PAPER[name][0]}**: {within}. Beyond it: {listing}. Our CV standard error (over folds) is "
-                   f"up to {se:.1f}; {direction}. Likely reasons: {note}.")
+                   f"up to {se:.1f}.")
     out.append("")
     return "\n".join(out)
 

@@ -1,7 +1,18 @@
-"""Evaluation protocols of the papers, statistics and plots (needs pandas; plots need matplotlib)."""
+"""Evaluation protocols of the papers, statistics, set metrics and plots (needs pandas; plots need matplotlib)."""
 from ._plots import plot_accuracy_vs_k
-from ._protocols import cv_protocol, evaluate_splits, holdout_protocol, make_classifier, summarize
-from ._stats import average_ranks, holm, pairwise_wilcoxon
+from ._protocols import (
+    accuracy_curves,
+    cv_protocol,
+    evaluate_splits,
+    holdout_protocol,
+    holdout_splits,
+    make_classifier,
+    summarize,
+)
+from ._sets import Agreement, plugin_mutual_information, selection_agreement
+from ._stats import Comparison, average_ranks, holm, pairwise_wilcoxon, significance_ranks, win_tie_loss
 
-__all__ = ["average_ranks", "cv_protocol", "evaluate_splits", "holdout_protocol", "holm", "make_classifier",
-           "pairwise_wilcoxon", "plot_accuracy_vs_k", "summarize"]
+__all__ = ["Agreement", "Comparison", "accuracy_curves", "average_ranks", "cv_protocol", "evaluate_splits",
+           "holdout_protocol", "holdout_splits", "holm", "make_classifier", "pairwise_wilcoxon",
+           "plot_accuracy_vs_k", "plugin_mutual_information", "selection_agreement", "significance_ranks",
+           "summarize", "win_tie_loss"]

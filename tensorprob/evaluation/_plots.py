@@ -5,7 +5,25 @@ from typing import Any
 
 
 def plot_accuracy_vs_k(results, ax: Any = None, classifier: str | None = None, title: str | None = None):
-    """Mean accuracy (with a band of one standard deviation over splits) against k, one line per method."""
+    """Mean accuracy (with a band of one standard deviation over splits) against k, one line per method.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Rows of :func:`evaluate_splits` (columns ``method, k, accuracy`` and, with
+        ``classifier``, ``classifier``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; default a new 6 x 4 inch figure.
+    classifier : str, optional
+        Keep only the rows of this classifier label.
+    title : str, optional
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
     import matplotlib.pyplot as plt
 
     df = results if classifier is None else results[results["classifier"] == classifier]

@@ -5,27 +5,56 @@ with ``k = max(ks)`` and scores every prefix of the ordered selection, so the se
 never sees the test part. (Papers 001 and 002 selected on the whole data set before cross-
 validating; their numbers are therefore optimistic next to these.) Selectors get the raw
 training data and discretize it themselves (their ``discretizer``, fitted on the training
-part only); classifiers see the continuous values, min-max scaled on the training part.
+part only); classifiers see the continuous values, min-max scaled on the training part
+(``inputs="continuous"``), or equal-width bin codes fitted on the training part
+(``inputs="codes"``).
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from .._config import _NoBar, progress_bar
+from ..encoding import to_numeric
+
 _CLASSIFIERS = ("1nn", "3nn", "linear_svm")
+_INPUTS = ("continuous", "codes")
 
 
-def make_classifier(name: Any):
-    """A scikit-learn pipeline (min-max scaling + classifier) from a name or an estimator.
+def make_classifier(name: Any, *, inputs: str = "continuous", n_bins: int = 5):
+    """A scikit-learn pipeline (input transform + classifier) from a name, or a clone of an estimator.
 
-    ``"1nn"`` / ``"3nn"``: k-nearest neighbours (Euclidean); ``"linear_svm"``: ``LinearSVC(C=1)``.
+    Parameters
+    ----------
+    name : {"1nn", "3nn", "linear_svm"} or scikit-learn estimator
+        ``"1nn"`` / ``"3nn"``: k-nearest neighbours (Euclidean); ``"linear_svm"``:
+        ``LinearSVC(C=1)``. An estimator is cloned and returned as it is (``inputs`` is ignored).
+    inputs : {"continuous", "codes"}, default="continuous"
+        What the classifier sees. ``"continuous"``: the values min-max scaled on the training
+        data. ``"codes"``: ``n_bins`` equal-width bin codes per column (``KBinsDiscretizer``,
+        fitted on the training data; a constant column becomes one bin), as when the data set is
+        distributed pre-discretized.
+    n_bins : int, default=5
+        Number of bins when ``inputs="codes"``.
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline or estimator
+        An unfitted classifier.
+
+    Examples
+    --------
+    >>> from tensorprob.evaluation import make_classifier
+    >>> [step for step, _ in make_classifier("1nn", inputs="codes").steps]
+    ['kbinsdiscretizer', 'kneighborsclassifier']
     """
     from sklearn.base import clone
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import MinMaxScaler
+    from sklearn.preprocessing import KBinsDiscretizer, MinMaxScaler
     from sklearn.svm import LinearSVC
 
     if not isinstance(name, str):
@@ -38,113 +67,224 @@ def make_classifier(name: Any):
         clf = LinearSVC(C=1.0, max_iter=5000)
     else:
         raise ValueError(f"classifier must be one of {_CLASSIFIERS} or a scikit-learn estimator, got {name!r}")
-    return make_pipeline(MinMaxScaler(), clf)
-
-
-def _progress(it: Iterable, total: int, desc: str, enabled: bool):
-    if not enabled:
-        return it
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional
-        return it
-    return tqdm(it, total=total, desc=desc, leave=False)
-
-
-def _numeric(X: Any) -> np.ndarray:
-    """Continuous view of X for the classifiers (categorical columns become their codes)."""
-    if hasattr(X, "columns"):
-        import pandas as pd
-
-        cols = []
-        for c in X.columns:
-            s = X[c]
-            if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
-                cols.append(s.to_numpy(dtype=np.float64))
-            else:
-                cols.append(pd.factorize(s, sort=True)[0].astype(np.float64))
-        return np.column_stack(cols)
-    X = np.asarray(X)
-    if X.dtype.kind in "biuf":
-        return X.astype(np.float64)
-    from ..encoding import encode
-
-    return encode(X, discretizer=None).codes.astype(np.float64)
+    if inputs == "continuous":
+        return make_pipeline(MinMaxScaler(), clf)
+    if inputs == "codes":
+        # ordinal codes keep the order of the bins, so k-NN distances stay meaningful
+        disc = KBinsDiscretizer(n_bins=int(n_bins), encode="ordinal", strategy="uniform", subsample=None)
+        return make_pipeline(disc, clf) if name == "1nn" or name == "3nn" else make_pipeline(disc, MinMaxScaler(), clf)
+    raise ValueError(f"inputs must be one of {_INPUTS}, got {inputs!r}")
 
 
 def _rows(X: Any, idx: np.ndarray) -> Any:
     return X.iloc[idx] if hasattr(X, "iloc") else np.asarray(X)[idx]
 
 
+def _classifier_specs(classifiers: Any) -> list[tuple[str, Any]]:
+    """(label, name-or-estimator) pairs from a name, an estimator, a sequence of them or a dict label -> spec."""
+    if isinstance(classifiers, Mapping):
+        return [(str(label), spec) for label, spec in classifiers.items()]
+    if isinstance(classifiers, str) or hasattr(classifiers, "fit"):
+        classifiers = [classifiers]
+    return [(c if isinstance(c, str) else type(c).__name__, c) for c in classifiers]
+
+
 def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.ndarray, np.ndarray]], ks: Sequence[int],
-                    classifiers: Sequence[Any] = ("1nn",), *, progress: bool = True, dataset: str = ""):
+                    classifiers: Any = ("1nn",), *, progress: bool = True, dataset: str = "",
+                    return_fitted: bool = False):
     """Select on every training part, score every k prefix with every classifier on the test part.
 
     Parameters
     ----------
-    selectors : dict name -> unfitted selector (cloned for every split)
-    X, y : data (raw; selectors discretize) and labels
-    splits : list of (train_idx, test_idx)
-    ks : numbers of features to score (prefixes of one selection of ``max(ks)`` features)
-    classifiers : names ("1nn", "3nn", "linear_svm") or scikit-learn estimators
+    selectors : dict of str to selector
+        Method name -> unfitted selector with a ``k`` parameter and a ``selected_`` attribute
+        after ``fit`` (cloned for every split).
+    X : array-like or pandas.DataFrame of shape (n_samples, n_features)
+        Raw data (selectors discretize it themselves; classifiers see
+        :func:`tensorprob.encoding.to_numeric` of it).
+    y : array-like of shape (n_samples,)
+        Class labels.
+    splits : sequence of (train_idx, test_idx)
+        Row indices of each training and test part.
+    ks : sequence of int
+        Numbers of features to score: prefixes of one selection of ``max(ks)`` features.
+    classifiers : str, estimator, sequence of them, or dict of str to them, default=("1nn",)
+        Names (see :func:`make_classifier`) or scikit-learn estimators. A dict gives each one the
+        label stored in the ``classifier`` column (e.g. ``{"codes": make_classifier("1nn",
+        inputs="codes"), "continuous": "1nn"}``); otherwise the label is the name or the class
+        name of the estimator.
+    progress : bool, default=True
+        Show a progress bar (when the ``progress`` setting of :func:`tensorprob.set_config` is on).
+    dataset : str, default=""
+        Value of the ``dataset`` column.
+    return_fitted : bool, default=False
+        Also return the fitted selectors.
 
     Returns
     -------
-    pandas.DataFrame
+    results : pandas.DataFrame
         One row per (method, split, classifier, k): ``dataset, method, split, classifier, k,
         accuracy, error, select_seconds``.
+    fitted : dict of (str, int) to selector
+        Only when ``return_fitted``: the selector fitted on each training part, keyed by
+        ``(method, split)``.
     """
     import pandas as pd
     from sklearn.base import clone
 
     y = np.asarray(y)
-    Xn = _numeric(X)
+    Xn = to_numeric(X)
     kmax = int(max(ks))
     if kmax > Xn.shape[1]:
         raise ValueError(f"k up to {kmax} asked for but the data has {Xn.shape[1]} features")
-    records = []
+    specs = _classifier_specs(classifiers)
+    records, fitted = [], {}
     jobs = [(name, s, i, tr, te) for name, s in selectors.items() for i, (tr, te) in enumerate(splits)]
-    for name, proto, i, tr, te in _progress(jobs, len(jobs), f"evaluating {dataset}", progress):
-        sel = clone(proto).set_params(k=kmax)
-        t0 = time.perf_counter()
-        sel.fit(_rows(X, tr), y[tr])
-        secs = time.perf_counter() - t0
-        order = np.asarray(sel.selected_)
-        for cname in classifiers:
-            label = cname if isinstance(cname, str) else type(cname).__name__
-            for k in ks:
-                cols = order[: int(k)]
-                clf = make_classifier(cname).fit(Xn[np.ix_(tr, cols)], y[tr])
-                acc = float((clf.predict(Xn[np.ix_(te, cols)]) == y[te]).mean())
-                records.append({"dataset": dataset, "method": name, "split": i, "classifier": label, "k": int(k),
-                                "accuracy": acc, "error": 1.0 - acc, "select_seconds": secs})
-    return pd.DataFrame.from_records(records)
+    bar = progress_bar(len(jobs), f"evaluating {dataset}".strip()) if progress else _NoBar()
+    with bar:
+        for name, proto, i, tr, te in jobs:
+            sel = clone(proto).set_params(k=kmax)
+            t0 = time.perf_counter()
+            sel.fit(_rows(X, tr), y[tr])
+            secs = time.perf_counter() - t0
+            if return_fitted:
+                fitted[(name, i)] = sel
+            order = np.asarray(sel.selected_)
+            for label, spec in specs:
+                for k in ks:
+                    cols = order[: int(k)]
+                    clf = make_classifier(spec).fit(Xn[np.ix_(tr, cols)], y[tr])
+                    acc = float((clf.predict(Xn[np.ix_(te, cols)]) == y[te]).mean())
+                    records.append({"dataset": dataset, "method": name, "split": i, "classifier": label,
+                                    "k": int(k), "accuracy": acc, "error": 1.0 - acc, "select_seconds": secs})
+            bar.update(1)
+    results = pd.DataFrame.from_records(records)
+    return (results, fitted) if return_fitted else results
 
 
 def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tuple(range(1, 51)),
                      n_repeats: int = 10, test_size: float = 0.3, classifier: Any = "1nn", random_state: Any = 0,
-                     progress: bool = True, dataset: str = ""):
-    """Paper 000's protocol: repeated stratified 70/30 splits, 1-NN accuracy against k = 1..50."""
+                     progress: bool = True, dataset: str = "", return_fitted: bool = False):
+    """Paper 000's protocol: repeated stratified hold-out splits, classifier accuracy against k.
+
+    Parameters
+    ----------
+    selectors : dict of str to selector
+        Method name -> unfitted selector (see :func:`evaluate_splits`).
+    X : array-like or pandas.DataFrame of shape (n_samples, n_features)
+        Raw data.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    ks : sequence of int, default=1..50
+        Numbers of selected features to score; values above the number of features are dropped.
+    n_repeats : int, default=10
+        Number of stratified random splits (``StratifiedShuffleSplit``).
+    test_size : float, default=0.3
+        Fraction of the rows in each test part.
+    classifier : str, estimator or dict, default="1nn"
+        One classifier, or several as a dict label -> spec (see :func:`evaluate_splits`).
+    random_state : int, Generator or None, default=0
+        Seed of the splits.
+    progress : bool, default=True
+        Show a progress bar.
+    dataset : str, default=""
+        Value of the ``dataset`` column.
+    return_fitted : bool, default=False
+        Also return the fitted selectors (see :func:`evaluate_splits`).
+
+    Returns
+    -------
+    pandas.DataFrame, or (pandas.DataFrame, dict) with ``return_fitted``
+        The rows of :func:`evaluate_splits`.
+
+    References
+    ----------
+    .. [1] M. Amiridi, N. Kargas, N. D. Sidiropoulos, "Information-theoretic feature selection via
+       tensor decomposition and submodularity".
+    """
+    y = np.asarray(y)
+    ks = [k for k in ks if k <= to_numeric(X).shape[1]]
+    return evaluate_splits(selectors, X, y, holdout_splits(y, n_repeats, test_size, random_state), ks, classifier,
+                           progress=progress, dataset=dataset, return_fitted=return_fitted)
+
+
+def holdout_splits(y: Any, n_repeats: int = 10, test_size: float = 0.3, random_state: Any = 0
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The stratified (train, test) index pairs of :func:`holdout_protocol`.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels.
+    n_repeats : int, default=10
+        Number of splits.
+    test_size : float, default=0.3
+        Fraction of the rows in each test part.
+    random_state : int, Generator or None, default=0
+        Seed.
+
+    Returns
+    -------
+    list of (numpy.ndarray, numpy.ndarray)
+        Training and test row indices of each split.
+    """
     from sklearn.model_selection import StratifiedShuffleSplit
 
     y = np.asarray(y)
-    ks = [k for k in ks if k <= _numeric(X).shape[1]]
     sss = StratifiedShuffleSplit(n_splits=n_repeats, test_size=test_size, random_state=_seed(random_state))
-    return evaluate_splits(selectors, X, y, list(sss.split(np.zeros(len(y)), y)), ks, [classifier],
-                           progress=progress, dataset=dataset)
+    return list(sss.split(np.zeros(len(y)), y))
 
 
 def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = None, n_splits: int = 10,
-                n_repeats: int = 1, classifiers: Sequence[Any] = ("linear_svm",), random_state: Any = 0,
-                progress: bool = True, dataset: str = ""):
-    """Papers 001/002 (and 004 with repeats): mean CV error over k = 10..100 (or up to N).
+                n_repeats: int = 1, classifiers: Any = ("linear_svm",), random_state: Any = 0,
+                progress: bool = True, dataset: str = "", return_fitted: bool = False):
+    """Papers 001/002 (and 004 with repeats): classifier error of every k prefix under cross-validation.
 
-    ``n_splits``-fold stratified CV, leave-one-out when there are fewer than 100 samples.
+    ``n_splits``-fold stratified CV, repeated ``n_repeats`` times; leave-one-out when there are
+    fewer than 100 samples.
+
+    Parameters
+    ----------
+    selectors : dict of str to selector
+        Method name -> unfitted selector (see :func:`evaluate_splits`).
+    X : array-like or pandas.DataFrame of shape (n_samples, n_features)
+        Raw data.
+    y : array-like of shape (n_samples,)
+        Class labels.
+    ks : sequence of int, optional
+        Numbers of selected features to score. Default ``10, 20, ..., min(100, N)`` (all N
+        features when N < 10); values above N are dropped.
+    n_splits : int, default=10
+        Folds per repeat.
+    n_repeats : int, default=1
+        Repeats of the stratified K-fold (ignored under leave-one-out).
+    classifiers : str, estimator, sequence or dict, default=("linear_svm",)
+        See :func:`evaluate_splits`.
+    random_state : int, Generator or None, default=0
+        Seed of the fold assignment.
+    progress : bool, default=True
+        Show a progress bar.
+    dataset : str, default=""
+        Value of the ``dataset`` column.
+    return_fitted : bool, default=False
+        Also return the fitted selectors (see :func:`evaluate_splits`).
+
+    Returns
+    -------
+    pandas.DataFrame, or (pandas.DataFrame, dict) with ``return_fitted``
+        The rows of :func:`evaluate_splits`; ``split`` numbers the folds of all repeats.
+
+    References
+    ----------
+    .. [1] S. Gao, G. Ver Steeg, A. Galstyan, "Variational information maximization for feature
+       selection", NeurIPS 2016.
+    .. [2] Y. Sun, W. Wang, M. Kirley, X. Li, J. Chan, "Revisiting probability distribution
+       assumptions for information theoretic feature selection", AAAI 2020.
     """
     from sklearn.model_selection import LeaveOneOut, RepeatedStratifiedKFold
 
     y = np.asarray(y)
-    n_feat = _numeric(X).shape[1]
+    n_feat = to_numeric(X).shape[1]
     if ks is None:
         ks = list(range(10, min(100, n_feat) + 1, 10)) or [n_feat]
     ks = [k for k in ks if k <= n_feat]
@@ -153,13 +293,63 @@ def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = N
     else:
         rskf = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=n_repeats, random_state=_seed(random_state))
         splits = list(rskf.split(np.zeros(len(y)), y))
-    return evaluate_splits(selectors, X, y, splits, ks, classifiers, progress=progress, dataset=dataset)
+    return evaluate_splits(selectors, X, y, splits, ks, classifiers, progress=progress, dataset=dataset,
+                           return_fitted=return_fitted)
 
 
 def summarize(results) -> Any:
-    """Mean error per (dataset, method, classifier) over splits and k: the papers' summary number."""
+    """Mean error per (dataset, method, classifier) over splits and k: the papers' summary number.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Rows of :func:`evaluate_splits` (columns ``dataset, method, classifier, error,
+        select_seconds``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (dataset, method, classifier): ``mean_error`` (over every split and k),
+        ``std_error`` (sample standard deviation over the same rows) and ``select_seconds``
+        (mean selection time).
+    """
     return (results.groupby(["dataset", "method", "classifier"], as_index=False)
             .agg(mean_error=("error", "mean"), std_error=("error", "std"), select_seconds=("select_seconds", "mean")))
+
+
+def accuracy_curves(results, by: Sequence[str] = ("dataset", "classifier", "method"), *, value: str = "accuracy",
+                    scale: float = 1.0):
+    """Mean and standard deviation over splits of ``value`` at every k: the curves of an accuracy-vs-k figure.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Rows of :func:`evaluate_splits` (any frame with the ``by`` columns, ``k`` and ``value``).
+    by : sequence of str, default=("dataset", "classifier", "method")
+        Columns that identify one curve.
+    value : str, default="accuracy"
+        The column to average (e.g. ``"error"``).
+    scale : float, default=1.0
+        Factor applied to ``mean`` and ``std`` (100 for percentages).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per curve and k: the ``by`` columns, ``k``, ``mean``, ``std`` (sample standard
+        deviation, ddof = 1; NaN for a single split) and ``count`` (number of splits).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tensorprob.evaluation import accuracy_curves
+    >>> res = pd.DataFrame({"method": ["a", "a"], "split": [0, 1], "k": [1, 1], "accuracy": [0.5, 0.7]})
+    >>> accuracy_curves(res, by=["method"], scale=100).round(6).to_dict("records")
+    [{'method': 'a', 'k': 1, 'mean': 60.0, 'std': 14.142136, 'count': 2}]
+    """
+    out = results.groupby([*by, "k"])[value].agg(["mean", "std", "count"]).reset_index()
+    out["mean"] *= scale
+    out["std"] *= scale
+    return out
 
 
 def _seed(random_state: Any) -> int:
