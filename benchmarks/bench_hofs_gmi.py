@@ -32,7 +32,7 @@ from _common import (add_common_args, annotate, devices_or_exit, finish, git_sta
 from tensorprob import GMI, HOFS
 from tensorprob.datasets import load_keel, load_mnist_subset
 from tensorprob.encoding import to_numeric
-from tensorprob.estimators._mst import _split_and_permute, batched_mst
+from tensorprob.information import batched_mst, split_and_permute
 
 
 def scipy_mst_totals(P: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def mst_points(X, y, sel, dev):
     Z = torch.as_tensor((X - sel.mean_) / sel.scale_ @ sel.components_.T, device=dev)
     Z = Z / Z.std(0)
     g = torch.Generator(device=dev).manual_seed(0)
-    Xo, Xp, *_ = _split_and_permute(Z, torch.as_tensor(np.unique(y, return_inverse=True)[1], device=dev), g)
+    Xo, Xp, *_ = split_and_permute(Z, torch.as_tensor(np.unique(y, return_inverse=True)[1], device=dev), g)
     pairs = torch.triu_indices(Z.shape[1], Z.shape[1], offset=1, device=dev).T
     return torch.cat([Xo[:, pairs].permute(1, 0, 2), Xp[:, pairs].permute(1, 0, 2)], 1)
 

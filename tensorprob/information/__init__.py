@@ -5,7 +5,8 @@ independent component analysis (ICA) spacing entropies and minimum spanning tree
 Plug-in estimates from contingency tables live in :mod:`tensorprob.counting`.
 """
 from ._cpd import CPDInformation, Estimate, LatentClassBatch, information, stacked_information
+from ._mst import batched_mst, split_and_permute
 from ._sampling import draw_codes, sample_from_factors
 
-__all__ = ["CPDInformation", "Estimate", "LatentClassBatch", "draw_codes", "information", "sample_from_factors",
-           "stacked_information"]
+__all__ = ["CPDInformation", "Estimate", "LatentClassBatch", "batched_mst", "draw_codes", "information",
+           "sample_from_factors", "split_and_permute", "stacked_information"]

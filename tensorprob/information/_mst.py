@@ -44,7 +44,7 @@ import torch
 
 from .._device import chunk_rows
 
-__all__ = ["GMIPairs", "batched_mst", "gmi_lower_bound", "mst_cross_counts", "pairwise_gmi"]
+__all__ = ["GMIPairs", "batched_mst", "gmi_lower_bound", "mst_cross_counts", "pairwise_gmi", "split_and_permute"]
 
 
 def batched_mst(points: torch.Tensor, *, memory_budget: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -194,8 +194,38 @@ class GMIPairs(NamedTuple):
     matrix: torch.Tensor  # (d, d) symmetric, zero diagonal
 
 
-def _split_and_permute(X: torch.Tensor, y: torch.Tensor, gen: torch.Generator):
-    """Stratified half split and within-class permutation of every feature of the second half."""
+def split_and_permute(X: torch.Tensor, y: torch.Tensor, gen: torch.Generator):
+    """Stratified half split, and a within-class permutation of every feature of the second half.
+
+    The second half keeps each class's marginal of every feature but breaks the dependence
+    between features within a class: the "independent" sample that the GMI (geometric mutual
+    information) bound compares the original rows against.
+
+    Parameters
+    ----------
+    X : torch.Tensor of shape (n_samples, n_features)
+        Real-valued data.
+    y : torch.Tensor of shape (n_samples,)
+        Class labels (any integer values).
+    gen : torch.Generator
+        Source of the split and the permutations (on ``X``'s device).
+
+    Returns
+    -------
+    Xo : torch.Tensor of shape (n_orig, n_features)
+        The first half of every class, rows unchanged.
+    Xp : torch.Tensor of shape (n_perm, n_features)
+        The second half, every column permuted independently within its class.
+    groups : torch.Tensor of shape (n_orig + n_perm,)
+        Group of every row of ``cat([Xo, Xp])``: class position c for original rows, c + m for
+        permuted ones.
+    n_orig, n_perm : torch.Tensor of shape (m,)
+        Rows per class in each half (``X``'s dtype).
+    priors : torch.Tensor of shape (m,)
+        Class frequencies in ``y``.
+    m : int
+        Number of classes.
+    """
     n_total = X.shape[0]
     dev = X.device
     classes = torch.unique(y)
@@ -257,7 +287,7 @@ def pairwise_gmi(
     dev = X.device
     if pairs is None:
         pairs = torch.triu_indices(d, d, offset=1, device=dev).T
-    Xo, Xp, groups, n_orig, n_perm, priors, m = _split_and_permute(X, y, generator)
+    Xo, Xp, groups, n_orig, n_perm, priors, m = split_and_permute(X, y, generator)
     values = torch.empty(pairs.shape[0], dtype=X.dtype, device=dev)
     n_pts = Xo.shape[0] + Xp.shape[0]
     # one chunk holds (P_chunk, n_pts, 2) points plus Prim's temporaries
