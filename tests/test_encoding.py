@@ -1,12 +1,12 @@
-"""Encoding of raw data, discretization (uniform / quantile / MDL), device and config layers."""
+"""Encoding of raw data and discretization (uniform / quantile / MDL); the sklearn transformer API."""
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.preprocessing import KBinsDiscretizer
 
 import tensorprob as tp
-from tensorprob._device import make_generator, resolve_device, resolve_dtype, seed_from_random_state
 from tensorprob.encoding import mdl_cut_points
 
 
@@ -129,57 +129,3 @@ def test_mdl_discretize_is_supervised():
         tp.discretize(x, n_bins=1)
     enc = tp.encode(x, y, discretizer="mdl", n_bins=5)
     assert enc.cardinalities.tolist() == [2]
-
-
-# ---------------------------------------------------------------- device and config
-def test_device_and_dtype_resolution(device, dtype):
-    assert resolve_device("cpu") == torch.device("cpu")
-    assert resolve_device(torch.device("cpu")).type == "cpu"
-    assert resolve_device("auto").type == device  # the lane's configured default
-    assert resolve_dtype(None, torch.device(device)) == dtype
-    with tp.config_context(device="auto", dtype=None):
-        assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-        assert resolve_dtype(None, torch.device("cpu")) == torch.float64
-        assert resolve_dtype(None, torch.device("cuda")) == torch.float32
-    with pytest.raises(ValueError, match="dtype must be"):
-        tp.set_config(dtype="float16")
-    with pytest.raises(ValueError, match="not supported"):
-        tp.set_config(device="meta")
-    assert resolve_dtype("float32", torch.device("cpu")) == torch.float32
-    with pytest.raises(ValueError, match="dtype must be"):
-        resolve_dtype("float16", torch.device("cpu"))
-    with pytest.raises(ValueError, match="not supported"):
-        resolve_device("meta")
-    with pytest.raises(TypeError):
-        resolve_device(3)
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="CUDA is not available"):
-            resolve_device("cuda")
-
-
-def test_random_state_to_generator():
-    cpu = torch.device("cpu")
-    a = torch.rand(5, generator=make_generator(7, cpu))
-    b = torch.rand(5, generator=make_generator(7, cpu))
-    assert torch.equal(a, b)
-    g1 = make_generator(np.random.default_rng(3), cpu)
-    g2 = make_generator(np.random.default_rng(3), cpu)
-    assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
-    tg = torch.Generator().manual_seed(1)
-    assert make_generator(tg, cpu) is tg
-    assert seed_from_random_state(None) != seed_from_random_state(None)
-    with pytest.raises(ValueError, match="non-negative"):
-        seed_from_random_state(-1)
-    with pytest.raises(TypeError, match="random_state"):
-        seed_from_random_state("seed")
-
-
-def test_memory_budget_chunks_rows_without_changing_results():
-    s = tp.datasets.make_latent_class(3000, [3, 4, 5, 2] * 3, 4, random_state=0)
-    a = tp.fit_cpd(s.X, rank=4, random_state=1, n_iter_max=6, tol=0)
-    with tp.config_context(memory_budget=2**16):
-        b = tp.fit_cpd(s.X, rank=4, random_state=1, n_iter_max=6, tol=0)
-    np.testing.assert_allclose(a.loglik_history_, b.loglik_history_, atol=1e-10)
-    with pytest.raises(ValueError, match="memory_budget"):
-        tp.set_config(memory_budget=10)
-    assert tp.get_config()["memory_budget"] == 512 * 2**20

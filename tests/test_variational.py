@@ -6,9 +6,7 @@ import pytest
 
 import tensorprob as tp
 
-from _helpers import tols
-
-from test_selectors import random_data
+from _helpers import I, random_data, tols
 
 
 def cond_class(target, given, y, c):
@@ -96,7 +94,6 @@ def test_vmi_is_the_vi_framework_with_naive_and_pairwise_q(dtype):
         assert a.selected_.tolist() == b.selected_.tolist()
         np.testing.assert_allclose(a.scores_, b.scores_)
     # the naive-q machinery is shared: every q gives the same first bound, I^(x; y)
-    from test_selectors import I
     first = max(I(X[:, m], y) for m in range(X.shape[1]))
     for q in ("naive", "pairwise"):
         assert abs(tp.VMI(k=1, q=q).fit(X, y).scores_[0] - first) < tols(dtype, atol=1e-12)["atol"]
@@ -157,7 +154,7 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
 
     from tensorprob.estimators import _variational
     from tensorprob.estimators._variational import VariationalState
-    from tensorprob.selection._greedy import SelectionData
+    from tensorprob.counting import SelectionData
 
     X, y = random_data(10, M=120, N=7)
     X[:, 0] = y  # p(x_0 = v | c) = 0 for v != c: with a dominant wrong class the product underflows
