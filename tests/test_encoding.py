@@ -123,9 +123,56 @@ def test_mdl_discretize_is_supervised():
     assert codes[:50, 0].tolist() == [0] * 50 and codes[50:, 0].tolist() == [1] * 50
     with pytest.raises(ValueError, match="pass the class labels"):
         tp.discretize(x, strategy="mdl")
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="The 'strategy' parameter of Discretizer must be a str among"):
         tp.discretize(x, strategy="kmeans")
-    with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):
+    with pytest.raises(ValueError, match="The 'n_bins' parameter of Discretizer must be an int in the range"):
         tp.discretize(x, n_bins=1)
+    with pytest.raises(ValueError, match="n_bins=None is only allowed with strategy='mdl'"):
+        tp.discretize(x, n_bins=None)
     enc = tp.encode(x, y, discretizer="mdl", n_bins=5)
     assert enc.cardinalities.tolist() == [2]
+
+
+# ---------------------------------------------------------------- scikit-learn transformer API
+def test_encoder_and_discretizer_are_sklearn_transformers():
+    from sklearn.exceptions import NotFittedError
+
+    X = np.column_stack([np.linspace(0, 1, 12), np.arange(12) % 3]).astype(float)
+    for est in (tp.Encoder(n_bins=3), tp.Discretizer(n_bins=3)):
+        with pytest.raises(NotFittedError):
+            est.transform(X)
+        twin = clone(est).set_params(n_bins=4)
+        assert twin.n_bins == 4 and est.n_bins == 3
+        codes = est.fit(X).transform(X)
+        np.testing.assert_array_equal(est.fit_transform(X), codes)
+        assert est.n_features_in_ == 2
+        assert est.get_feature_names_out().tolist() == ["x0", "x1"]
+        with pytest.raises(ValueError, match="X has 1 features, but .* is expecting 2 features as input"):
+            est.transform(X[:, :1])
+    df = pd.DataFrame({"a": ["u", "v", "u"], "b": [0.1, 0.2, 0.3]})
+    enc = tp.Encoder().fit(df)
+    assert enc.get_feature_names_out().tolist() == ["a", "b"] and enc.feature_names_in_.tolist() == ["a", "b"]
+
+
+def test_encoder_keeps_the_semantics_of_pandas_dtypes():
+    df = pd.DataFrame({
+        "i": pd.array([1, 2, 3, 1], dtype="Int64"),           # nullable int, complete: codes
+        "j": pd.array([1, None, 3, 1], dtype="Int64"),        # nullable int with NA: continuous
+        "f": pd.array([0.5, 1.5, None, 0.5], dtype="Float64"),
+        "s": pd.array(["a", "b", None, "a"], dtype="string"),
+        "b": pd.array([True, None, False, True], dtype="boolean"),
+        "c": pd.Categorical(["x", "y", "x", "y"]),
+    })
+    enc = tp.encode(df, n_bins=2)
+    assert enc.encoder.kinds_ == ["codes", "discretized", "discretized", "categorical", "categorical", "categorical"]
+    assert enc.codes.tolist() == [[0, 0, 0, 0, 1, 0], [1, -1, 1, 1, -1, 1], [2, 1, -1, -1, 0, 0], [0, 0, 0, 0, 1, 1]]
+
+
+def test_encoder_rejects_complex_and_sparse_input():
+    import scipy.sparse as sp
+
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        tp.encode(np.array([[1 + 1j], [2 + 0j]]))
+    with pytest.raises(TypeError, match="sparse input"):
+        tp.Encoder().fit(sp.csr_matrix(np.eye(3)))
+
