@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
 
         try:
             df = pd.read_parquet(data) if data.endswith((".parquet", ".pq")) else pd.read_csv(data)
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+        except Exception as exc:  # any reader failure is a bad file
             raise CLIError(f"cannot read {data!r}: {exc}") from exc
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise CLIError(f"{data!r} holds no data")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+
 def tols(dtype, rtol=1e-7, atol=1e-10):
     """Tolerances for results computed in ``dtype``: ``dict(rtol=..., atol=...)``.
 

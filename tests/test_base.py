@@ -1,6 +1,7 @@
 """The shared selector base: parameter validation, y/k checks, fitted state, registry, VMI params."""
 import numpy as np
 import pytest
+from _helpers import random_data
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
@@ -8,8 +9,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 import tensorprob as tp
 from tensorprob.selection import CodedSelector, RealSelector, available_methods, get_selector
 from tensorprob.selection._base import _BaseSelector
-
-from _helpers import random_data
 
 
 def test_two_kinds_of_selector_under_one_base():

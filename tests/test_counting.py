@@ -83,7 +83,7 @@ def test_table_information_names_match_their_definitions():
     bits = table_information(q.T, math.log(2))
     torch.testing.assert_close(bits.mi_xa_b, q.mi_xa_b / math.log(2))
     with pytest.raises(AttributeError):
-        q.i_xa_b  # the old string keys are gone
+        q.i_xa_b  # noqa: B018 (the old string keys are gone)
 
 
 def test_per_sample_conditionals():

@@ -3,11 +3,9 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import CI, I, amd_score, classic_score, greedy, random_data, tols
 
 import tensorprob as tp
-
-from _helpers import CI, H, I, amd_score, classic_score, greedy, random_data, tols
-
 
 CLASSIC = ("mim", "mifs", "mrmr", "cife", "jmi", "cmim", "jmim", "disr", "icap", "mri", "rmrmr")
 

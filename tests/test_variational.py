@@ -3,10 +3,9 @@ import itertools
 
 import numpy as np
 import pytest
+from _helpers import I, random_data, tols
 
 import tensorprob as tp
-
-from _helpers import I, random_data, tols
 
 
 def cond_class(target, given, y, c):
@@ -152,9 +151,9 @@ def test_vmi_selects_first_layer_of_the_tree_model_first(q):
 def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underflow(monkeypatch, device):
     import torch
 
+    from tensorprob.counting import SelectionData
     from tensorprob.estimators import _variational
     from tensorprob.estimators._variational import VariationalState
-    from tensorprob.counting import SelectionData
 
     X, y = random_data(10, M=120, N=7)
     X[:, 0] = y  # p(x_0 = v | c) = 0 for v != c: with a dominant wrong class the product underflows

@@ -79,7 +79,7 @@ class Incidence:
 
     @classmethod
     def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> "Incidence":
+              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> Incidence:
         """Build S for ``codes`` (-1 = missing), chunked so a chunk's dense work fits the budget.
 
         ``bytes_per_row`` is the size of the dense temporaries one row creates in the caller
@@ -87,7 +87,7 @@ class Incidence:
         values and S^T ``dtype_t`` values (default ``dtype``).
         """
         device = codes.device
-        M, N = codes.shape
+        M = codes.shape[0]
         off = offsets_of(cardinalities.to(device))
         c = codes.to(torch.int64)
         flat = torch.where(c >= 0, c + off[None, :], torch.full_like(c, -1))

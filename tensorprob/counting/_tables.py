@@ -44,7 +44,7 @@ def _count(idx: torch.Tensor, nbins: int, weights: torch.Tensor | None, dtype: t
 def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, card_a: int = 1,
                 b: torch.Tensor | None = None, card_b: int = 1, weights: torch.Tensor | None = None,
                 dtype: torch.dtype = torch.float64, complete: bool | None = None) -> torch.Tensor:
-    """Counts of (x_c, a, b) for every column c of ``codes``: tensor (n_cands, card, card_a, card_b).
+    """Counts of (x_c, a, b) for every column c of ``codes``.
 
     Parameters
     ----------
@@ -59,6 +59,10 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         The caller knows that no entry of ``codes``, ``a`` or ``b`` is missing (or that some
         are: False). None checks, which costs two device-to-host transfers on a GPU; callers
         that count the same columns at every greedy step check once and pass the answer.
+
+    Returns
+    -------
+    torch.Tensor of shape (n_cands, card, card_a, card_b), ``dtype``
 
     Notes
     -----
@@ -97,7 +101,17 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
 def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     """Plug-in entropy (nats) of the joint distribution over ``dims`` of each table in the batch.
 
-    ``counts`` is (n, ...): the other dimensions are summed out first; dimension 0 is the batch.
+    Parameters
+    ----------
+    counts : torch.Tensor of shape (n, ...)
+        A batch of count tables (dimension 0 is the batch); the dimensions not in ``dims``
+        are summed out first.
+    dims : tuple of int
+        The dimensions of the joint distribution.
+
+    Returns
+    -------
+    torch.Tensor of shape (n,), float64
     """
     keep = {0, *dims}
     other = tuple(d for d in range(1, counts.ndim) if d not in keep)

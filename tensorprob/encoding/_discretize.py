@@ -160,7 +160,7 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any = None) -> "Discretizer":
+    def fit(self, X: Any, y: Any = None) -> Discretizer:
         """Learn the cut points of every column.
 
         Parameters

@@ -1,8 +1,9 @@
 """Raw data (NumPy, torch, pandas; any dtype) to integer codes, cardinalities and names."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Integral
-from typing import Any, ClassVar, NamedTuple, Sequence
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
@@ -157,7 +158,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.missing_code = missing_code
 
     @_fit_context(prefer_skip_nested_validation=False)  # a user discretizer is validated when it fits
-    def fit(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> "Encoder":
+    def fit(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> Encoder:
         """Learn the categories and bins of every column.
 
         Parameters
@@ -442,6 +443,13 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int =
 def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Encode class labels as codes ``0..C-1``.
 
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, 1)
+        Labels of any type (NumPy, torch, pandas); no missing value.
+    name : str, default="y"
+        Name used in error messages.
+
     Returns
     -------
     codes : ndarray of int64
@@ -452,6 +460,13 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     ------
     ValueError
         If ``y`` is not 1-D, is empty or holds missing values.
+
+    Examples
+    --------
+    >>> from tensorprob import encode_labels
+    >>> codes, classes = encode_labels(["b", "a", "b"])
+    >>> codes.tolist(), classes.tolist()
+    ([1, 0, 1], ['a', 'b'])
     """
     if hasattr(y, "detach"):
         y = y.detach().cpu().numpy()

@@ -13,6 +13,30 @@ from ._hofs import HOFS
 from ._pda import PDA, VMI
 from ._spectral import SPECCMI
 
-__all__ = ["BaseSelector", "CIFE", "CMIM", "CodedSelector", "DISR", "GMI", "GSMCPD", "GreedySelector", "HOFS", "ICAP",
-           "JMI", "JMIM", "MIFS", "MIM", "MRI", "MRMR", "PDA", "RMRMR", "RealSelector", "SPECCMI", "VMI",
-           "available_methods", "get_selector", "register", "select_features"]
+__all__ = [
+           "CIFE",
+           "CMIM",
+           "DISR",
+           "GMI",
+           "GSMCPD",
+           "HOFS",
+           "ICAP",
+           "JMI",
+           "JMIM",
+           "MIFS",
+           "MIM",
+           "MRI",
+           "MRMR",
+           "PDA",
+           "RMRMR",
+           "SPECCMI",
+           "VMI",
+           "BaseSelector",
+           "CodedSelector",
+           "GreedySelector",
+           "RealSelector",
+           "available_methods",
+           "get_selector",
+           "register",
+           "select_features",
+]

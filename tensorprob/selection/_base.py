@@ -114,7 +114,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ estimator API
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any) -> "_BaseSelector":
+    def fit(self, X: Any, y: Any) -> _BaseSelector:
         """Select features of ``X`` for the class labels ``y``.
 
         Parameters

@@ -28,8 +28,9 @@ ordered pairs); sums, minima and counts are kept incrementally.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 from sklearn.utils._param_validation import Interval

@@ -77,7 +77,7 @@ class SPECCMI(CodedSelector):
             Q[:, j] = data.pair_information(j).cmi_x_b_given_a  # I(X_i; C | X_j)
         Q = 0.5 * (Q + Q.T)
         Q.diagonal().copy_(data.relevance)
-        evals, evecs = torch.linalg.eigh(Q.to(torch.float64))
+        _, evecs = torch.linalg.eigh(Q.to(torch.float64))
         v = evecs[:, -1]
         if float(v.sum()) < 0:
             v = -v
