@@ -87,7 +87,7 @@ def _fit_cpd(args: argparse.Namespace) -> int:
 
     from . import fit_cpd
 
-    X, y, label, names = _load(args.data, args.target)
+    X, y, label, _ = _load(args.data, args.target)
     t0 = time.perf_counter()
     model = fit_cpd(X, rank=args.rank, y=None if args.no_label else y, device=args.device, dtype=args.dtype,
                     n_restarts=args.restarts, n_iter_max=args.max_iter, tol=args.tol, n_bins=args.bins,
@@ -162,7 +162,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .evaluation import cv_protocol, holdout_protocol, summarize
     from .selection import available_methods, get_selector
 
-    X, y, label, names = _load(args.data, args.target)
+    X, y, label, _ = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
