@@ -4,7 +4,6 @@ import pytest
 import torch
 from sklearn.utils._param_validation import InvalidParameterError
 
-import tensorprob as tp
 from tensorprob import HOFS
 from tensorprob.datasets import make_heterogeneous, make_tree_model, make_xor
 from tensorprob.estimators._ica import fit_last_rows, spacing_entropy
@@ -101,17 +100,15 @@ def test_rejects_missing_values_in_x():
         HOFS(k=2).fit(np.where(np.eye(20, 3) > 0, np.nan, 0.0), np.arange(20) % 2)
 
 
-def test_equal_width_bins_are_the_discretizer_and_other_widths_keep_a_narrow_last_bin():
-    from tensorprob.selection._hofs import _bin_codes
+def test_relevance_is_the_plugin_information_of_the_bins():
+    from _helpers import I
 
-    X = np.random.default_rng(3).normal(size=(200, 4))
-    codes, n = _bin_codes(X, 0.2)
-    np.testing.assert_array_equal(codes, tp.discretize(X, n_bins=5))
-    assert n == 5
-    codes, n = _bin_codes(X, 0.3)  # [0, .3), [.3, .6), [.6, .9), [.9, 1]
+    X = np.random.default_rng(3).normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1)
+    sel = HOFS(k=1, bin_width=0.3, random_state=0).fit(X, y)  # bins [0, .3), [.3, .6), [.6, .9), [.9, 1]
     Xs = (X - X.min(0)) / np.ptp(X, axis=0)
-    np.testing.assert_array_equal(codes, np.clip(np.floor(Xs / 0.3), 0, 3).astype(int))
-    assert n == 4
+    bins = np.clip(np.floor(Xs / 0.3), 0, 3).astype(int)
+    np.testing.assert_allclose(sel.relevance_, [I(bins[:, j], y) for j in range(3)], rtol=1e-5, atol=1e-12)
 
 
 def test_plugin_conditional_and_gradient_solver_run():

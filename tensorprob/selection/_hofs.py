@@ -11,9 +11,9 @@ Forward search by eq. 25: with the selected features split into subsets (groups)
     I(X_g; y | x_i) = H(y | x_i) - H(y | X_g, x_i).
 
 ``I(x_i; y)`` is the plug-in estimate (natural log) on the features min-max scaled to
-[0, 1] and cut into bins ``bin_width`` wide (0.2: five bins, as the authors' R package):
-when ``1 / bin_width`` is an integer n (the default) these are the n equal-width bins of
-:class:`tensorprob.Discretizer`; otherwise the last bin is the narrower remainder.
+[0, 1] and cut into bins ``bin_width`` wide (0.2: five bins, as the authors' R package;
+the last bin is the narrower remainder when ``1 / bin_width`` is not an integer), from the
+contingency tables of :func:`tensorprob.counting.joint_table`.
 ``H(y | x_i) = H(x_i, y) - H(x_i)`` is, by default (``conditional="ica"``), estimated with
 the same incremental ICA as the other term (the ICA of ``(x_i, y)``), so that the
 difference of the two conditional entropies is "balanced" (section 4.5) and the estimator
@@ -65,23 +65,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._device import chunk_rows, make_generator
 from ..counting import joint_table, table_information
-from ..encoding import Discretizer
 from ..estimators._ica import fit_last_rows, spacing_entropy
 from ._base import RealSelector
 from ._greedy import lowest_argmax
 
 __all__ = ["HOFS", "hofs_select"]
-
-
-def _bin_codes(X: np.ndarray, bin_width: float) -> tuple[np.ndarray, int]:
-    """Codes of the bins ``bin_width`` wide on the min-max scaled columns, and their number."""
-    n_bins = max(1, math.ceil(1.0 / bin_width - 1e-12))
-    if n_bins >= 2 and abs(n_bins * bin_width - 1.0) <= 1e-12:  # equal widths: the shared discretizer
-        return Discretizer(n_bins=n_bins, strategy="uniform").fit_transform(X), n_bins
-    # a narrower last bin (1 / bin_width not an integer) is not an equal-width discretization
-    lo, span = X.min(0), np.ptp(X, axis=0)
-    Xs = np.where(span > 0, (X - lo) / np.where(span > 0, span, 1.0), 0.0)
-    return np.clip(np.floor(Xs / bin_width).astype(np.int64), 0, n_bins - 1), n_bins
 
 
 def hofs_select(
@@ -122,9 +110,14 @@ def hofs_select(
     rng = hi - lo
     constant = rng <= 0
     Xs = torch.where(constant, torch.zeros_like(X), (X - lo) / torch.where(constant, torch.ones_like(rng), rng))
+    # Bins ``bin_width`` wide on the scaled columns, the last one the narrower remainder when
+    # 1 / bin_width is not an integer. Not encoding.Discretizer: KBinsDiscretizer's edges
+    # (linspace in the raw units) round differently from this floor on values that lie on an
+    # edge, which changes relevance_ on data with repeated values (measured on wine).
+    n_bins = max(1, math.ceil(1.0 / bin_width - 1e-12))
+    bins = torch.clamp((Xs / bin_width).floor().long(), 0, n_bins - 1)
     # plug-in terms from the table of (bin of x_i, class) of every feature (float64)
-    bins, n_bins = _bin_codes(X.detach().cpu().numpy().astype(np.float64), bin_width)
-    info = table_information(joint_table(torch.as_tensor(bins, device=dev), n_bins, None, 1, y, n_classes))
+    info = table_information(joint_table(bins, n_bins, None, 1, y, n_classes))
     relevance, h_y_given_x = info.mi_x_b.to(dt), (info.h_xb - info.h_x).to(dt)
     # dithered label embedding in [0, 1) and centred data
     y_num = (y.to(dt) + dither * torch.rand(N, generator=generator, device=dev, dtype=dt)) / n_classes
