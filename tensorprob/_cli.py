@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,14 @@ class CLIError(Exception):
 
 
 def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
-    """A shipped dataset name (see ``tensorprob.datasets.list_datasets``) or a CSV/Parquet path -> (X, y, label)."""
+    """Load a shipped dataset (see ``tensorprob.datasets.list_datasets``) or a CSV/Parquet file.
+
+    Returns
+    -------
+    X, y, label, feature_names
+        The features, the labels (None for a file without ``target``), a description of the
+        source and the feature names.
+    """
     import os
 
     from .datasets import list_datasets, load_dataset
@@ -29,7 +37,7 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
 
         try:
             df = pd.read_parquet(data) if data.endswith((".parquet", ".pq")) else pd.read_csv(data)
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+        except Exception as exc:  # any reader failure is a bad file
             raise CLIError(f"cannot read {data!r}: {exc}") from exc
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise CLIError(f"{data!r} holds no data")
@@ -79,7 +87,7 @@ def _fit_cpd(args: argparse.Namespace) -> int:
 
     from . import fit_cpd
 
-    X, y, label, names = _load(args.data, args.target)
+    X, y, label, _ = _load(args.data, args.target)
     t0 = time.perf_counter()
     model = fit_cpd(X, rank=args.rank, y=None if args.no_label else y, device=args.device, dtype=args.dtype,
                     n_restarts=args.restarts, n_iter_max=args.max_iter, tol=args.tol, n_bins=args.bins,
@@ -88,7 +96,7 @@ def _fit_cpd(args: argparse.Namespace) -> int:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     report = {
-        "data": label, "samples": int(np.shape(X)[0]), "variables": model.n_features, "rank": model.rank,
+        "data": label, "samples": int(np.shape(X)[0]), "variables": model.n_variables, "rank": model.rank,
         "iterations": int(model.n_iter_), "converged": bool(model.converged_),
         "loglik_per_sample": float(model.loglik_history_[-1]), "seconds": round(seconds, 3),
         "device": str(model.device), "dtype": str(model.dtype).replace("torch.", ""),
@@ -118,10 +126,12 @@ def _parse_options(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _select(args: argparse.Namespace) -> int:
-    from .selection import available_methods, select_features
+    from .selection import get_selector
 
-    if args.method not in available_methods():
-        raise CLIError(f"unknown method {args.method!r}; available: {', '.join(available_methods())}")
+    try:
+        cls = get_selector(args.method)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
     X, y, label, names = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
@@ -129,8 +139,12 @@ def _select(args: argparse.Namespace) -> int:
     n_features = np.shape(X)[1]
     if isinstance(k, int) and k > n_features:
         raise CLIError(f"-k {k} is larger than the number of features ({n_features})")
+    try:
+        sel = cls(k=k, device=args.device, **_parse_options(args.option))
+    except TypeError as exc:  # an --option the method does not take
+        raise CLIError(f"--option: {exc}") from exc
     t0 = time.perf_counter()
-    sel = select_features(X, y, k, method=args.method, device=args.device, **_parse_options(args.option))
+    sel.fit(X, y)
     seconds = time.perf_counter() - t0
     picks = [{"rank": r + 1, "index": int(j), "feature": str(names[j]), "score": float(s)}
              for r, (j, s) in enumerate(zip(sel.selected_, sel.scores_))]
@@ -146,19 +160,25 @@ def _select(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from ._config import get_config
     from .evaluation import cv_protocol, holdout_protocol, summarize
-    from .selection._api import _REGISTRY
+    from .selection import available_methods, get_selector
 
-    X, y, label, names = _load(args.data, args.target)
+    X, y, label, _ = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in _REGISTRY]
+    classes = {}
+    for m in methods:
+        try:
+            classes[m] = get_selector(m)
+        except ValueError:
+            pass
+    unknown = [m for m in methods if m not in classes]
     if unknown:
-        raise CLIError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(sorted(_REGISTRY))}")
+        raise CLIError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(available_methods())}")
     ks = [int(v) for v in args.ks.split(",")]
     if max(ks) > np.shape(X)[1]:
         raise CLIError(f"k up to {max(ks)} asked for but the data has {np.shape(X)[1]} features")
-    sels = {m: _REGISTRY[m](k=max(ks), device=args.device) for m in methods}
+    sels = {m: classes[m](k=max(ks), device=args.device) for m in methods}
     if args.protocol == "holdout":
         res = holdout_protocol(sels, X, y, ks=ks, n_repeats=args.repeats, classifier=args.classifier,
                                random_state=args.seed, dataset=label, progress=get_config()["progress"])
@@ -229,7 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with config_context(progress=show):
             return int(args.func(args))
-    except (CLIError, ValueError, TypeError, ImportError, OSError, KeyError) as exc:
+    # input problems only (InvalidParameterError is a ValueError); a TypeError or KeyError is a
+    # bug and keeps its traceback
+    except (CLIError, ValueError, FileNotFoundError, PermissionError, IsADirectoryError, ImportError) as exc:
         print(f"tensorprob: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
 

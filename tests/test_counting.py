@@ -50,15 +50,40 @@ def test_entropies_and_information_against_scipy_and_hand_values():
     q = table_information(T)
     for c in range(5):
         _, n = np.unique(X[:, c], return_counts=True)
-        assert abs(float(q["h_x"][c]) - entropy(n)) < 1e-12
+        assert abs(float(q.h_x[c]) - entropy(n)) < 1e-12
         _, n = np.unique(X[:, c] * 16 + X[:, 1] * 4 + y, return_counts=True)
-        assert abs(float(q["h_xab"][c]) - entropy(n)) < 1e-12
+        assert abs(float(q.h_xab[c]) - entropy(n)) < 1e-12
     # hand-computed: x = y exactly, uniform binary: I = log 2, H(x|y) = 0
     yy = np.array([0, 1] * 50)
     T = joint_table(torch.tensor(yy[:, None]), 2, None, 1, torch.tensor(yy), 2)
     info = table_information(T)
-    assert abs(float(info["i_xb"][0]) - math.log(2)) < 1e-15
+    assert abs(float(info.mi_x_b[0]) - math.log(2)) < 1e-15
     assert abs(float(entropy_of_counts(T, (1, 3))[0]) - math.log(2)) < 1e-15
+
+
+def test_table_information_names_match_their_definitions():
+    X, y = data(4)
+    a = X[:, 1]
+    q = table_information(joint_table(torch.tensor(X), 4, torch.tensor(a), 4, torch.tensor(y), 3))
+
+    def H(*cols):
+        k = np.zeros(len(y), dtype=np.int64)
+        for col in cols:
+            k = k * 4 + col
+        return entropy(np.unique(k, return_counts=True)[1])
+
+    for c in range(5):
+        x = X[:, c]
+        want = {"mi_x_a": H(x) + H(a) - H(x, a), "mi_x_b": H(x) + H(y) - H(x, y),
+                "cmi_x_a_given_b": H(x, y) + H(a, y) - H(x, a, y) - H(y),
+                "cmi_x_b_given_a": H(x, a) + H(a, y) - H(x, a, y) - H(a),
+                "mi_xa_b": H(x, a) + H(y) - H(x, a, y)}
+        for name, value in want.items():
+            assert abs(float(getattr(q, name)[c]) - max(value, 0.0)) < 1e-12, name
+    bits = table_information(q.T, math.log(2))
+    torch.testing.assert_close(bits.mi_xa_b, q.mi_xa_b / math.log(2))
+    with pytest.raises(AttributeError):
+        q.i_xa_b  # noqa: B018 (the old string keys are gone)
 
 
 def test_per_sample_conditionals():

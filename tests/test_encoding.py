@@ -1,12 +1,12 @@
-"""Encoding of raw data, discretization (uniform / quantile / MDL), device and config layers."""
+"""Encoding of raw data and discretization (uniform / quantile / MDL); the sklearn transformer API."""
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.preprocessing import KBinsDiscretizer
 
 import tensorprob as tp
-from tensorprob._device import make_generator, resolve_device, resolve_dtype, seed_from_random_state
 from tensorprob.encoding import mdl_cut_points
 
 
@@ -123,63 +123,56 @@ def test_mdl_discretize_is_supervised():
     assert codes[:50, 0].tolist() == [0] * 50 and codes[50:, 0].tolist() == [1] * 50
     with pytest.raises(ValueError, match="pass the class labels"):
         tp.discretize(x, strategy="mdl")
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="The 'strategy' parameter of Discretizer must be a str among"):
         tp.discretize(x, strategy="kmeans")
-    with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):
+    with pytest.raises(ValueError, match="The 'n_bins' parameter of Discretizer must be an int in the range"):
         tp.discretize(x, n_bins=1)
+    with pytest.raises(ValueError, match="n_bins=None is only allowed with strategy='mdl'"):
+        tp.discretize(x, n_bins=None)
     enc = tp.encode(x, y, discretizer="mdl", n_bins=5)
     assert enc.cardinalities.tolist() == [2]
 
 
-# ---------------------------------------------------------------- device and config
-def test_device_and_dtype_resolution(device, dtype):
-    assert resolve_device("cpu") == torch.device("cpu")
-    assert resolve_device(torch.device("cpu")).type == "cpu"
-    assert resolve_device("auto").type == device  # the lane's configured default
-    assert resolve_dtype(None, torch.device(device)) == dtype
-    with tp.config_context(device="auto", dtype=None):
-        assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-        assert resolve_dtype(None, torch.device("cpu")) == torch.float64
-        assert resolve_dtype(None, torch.device("cuda")) == torch.float32
-    with pytest.raises(ValueError, match="dtype must be"):
-        tp.set_config(dtype="float16")
-    with pytest.raises(ValueError, match="not supported"):
-        tp.set_config(device="meta")
-    assert resolve_dtype("float32", torch.device("cpu")) == torch.float32
-    with pytest.raises(ValueError, match="dtype must be"):
-        resolve_dtype("float16", torch.device("cpu"))
-    with pytest.raises(ValueError, match="not supported"):
-        resolve_device("meta")
-    with pytest.raises(TypeError):
-        resolve_device(3)
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="CUDA is not available"):
-            resolve_device("cuda")
+# ---------------------------------------------------------------- scikit-learn transformer API
+def test_encoder_and_discretizer_are_sklearn_transformers():
+    from sklearn.exceptions import NotFittedError
+
+    X = np.column_stack([np.linspace(0, 1, 12), np.arange(12) % 3]).astype(float)
+    for est in (tp.Encoder(n_bins=3), tp.Discretizer(n_bins=3)):
+        with pytest.raises(NotFittedError):
+            est.transform(X)
+        twin = clone(est).set_params(n_bins=4)
+        assert twin.n_bins == 4 and est.n_bins == 3
+        codes = est.fit(X).transform(X)
+        np.testing.assert_array_equal(est.fit_transform(X), codes)
+        assert est.n_features_in_ == 2
+        assert est.get_feature_names_out().tolist() == ["x0", "x1"]
+        with pytest.raises(ValueError, match="X has 1 features, but .* is expecting 2 features as input"):
+            est.transform(X[:, :1])
+    df = pd.DataFrame({"a": ["u", "v", "u"], "b": [0.1, 0.2, 0.3]})
+    enc = tp.Encoder().fit(df)
+    assert enc.get_feature_names_out().tolist() == ["a", "b"] and enc.feature_names_in_.tolist() == ["a", "b"]
 
 
-def test_random_state_to_generator():
-    cpu = torch.device("cpu")
-    a = torch.rand(5, generator=make_generator(7, cpu))
-    b = torch.rand(5, generator=make_generator(7, cpu))
-    assert torch.equal(a, b)
-    g1 = make_generator(np.random.default_rng(3), cpu)
-    g2 = make_generator(np.random.default_rng(3), cpu)
-    assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
-    tg = torch.Generator().manual_seed(1)
-    assert make_generator(tg, cpu) is tg
-    assert seed_from_random_state(None) != seed_from_random_state(None)
-    with pytest.raises(ValueError, match="non-negative"):
-        seed_from_random_state(-1)
-    with pytest.raises(TypeError, match="random_state"):
-        seed_from_random_state("seed")
+def test_encoder_keeps_the_semantics_of_pandas_dtypes():
+    df = pd.DataFrame({
+        "i": pd.array([1, 2, 3, 1], dtype="Int64"),           # nullable int, complete: codes
+        "j": pd.array([1, None, 3, 1], dtype="Int64"),        # nullable int with NA: continuous
+        "f": pd.array([0.5, 1.5, None, 0.5], dtype="Float64"),
+        "s": pd.array(["a", "b", None, "a"], dtype="string"),
+        "b": pd.array([True, None, False, True], dtype="boolean"),
+        "c": pd.Categorical(["x", "y", "x", "y"]),
+    })
+    enc = tp.encode(df, n_bins=2)
+    assert enc.encoder.kinds_ == ["codes", "discretized", "discretized", "categorical", "categorical", "categorical"]
+    assert enc.codes.tolist() == [[0, 0, 0, 0, 1, 0], [1, -1, 1, 1, -1, 1], [2, 1, -1, -1, 0, 0], [0, 0, 0, 0, 1, 1]]
 
 
-def test_memory_budget_chunks_rows_without_changing_results():
-    s = tp.datasets.make_latent_class(3000, [3, 4, 5, 2] * 3, 4, random_state=0)
-    a = tp.fit_cpd(s.X, rank=4, random_state=1, n_iter_max=6, tol=0)
-    with tp.config_context(memory_budget=2**16):
-        b = tp.fit_cpd(s.X, rank=4, random_state=1, n_iter_max=6, tol=0)
-    np.testing.assert_allclose(a.loglik_history_, b.loglik_history_, atol=1e-10)
-    with pytest.raises(ValueError, match="memory_budget"):
-        tp.set_config(memory_budget=10)
-    assert tp.get_config()["memory_budget"] == 512 * 2**20
+def test_encoder_rejects_complex_and_sparse_input():
+    import scipy.sparse as sp
+
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        tp.encode(np.array([[1 + 1j], [2 + 0j]]))
+    with pytest.raises(TypeError, match="sparse input"):
+        tp.Encoder().fit(sp.csr_matrix(np.eye(3)))
+

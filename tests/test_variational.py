@@ -3,12 +3,9 @@ import itertools
 
 import numpy as np
 import pytest
+from _helpers import I, random_data, tols
 
 import tensorprob as tp
-
-from _helpers import tols
-
-from test_selectors import random_data
 
 
 def cond_class(target, given, y, c):
@@ -75,7 +72,7 @@ def greedy_vi(X, y, k, q, threshold=0.01):
 @pytest.mark.parametrize("blocks", ["default", "one candidate per block"])
 def test_vi_bounds_and_selection_match_plain_reference(q, blocks, monkeypatch, dtype):
     from tensorprob.counting import _tables
-    from tensorprob.estimators import _variational
+    from tensorprob.information import _variational
 
     if blocks != "default":  # every blocked pass (tables, lookups, bounds) in many small blocks
         for mod in (_variational, _tables):
@@ -96,7 +93,6 @@ def test_vmi_is_the_vi_framework_with_naive_and_pairwise_q(dtype):
         assert a.selected_.tolist() == b.selected_.tolist()
         np.testing.assert_allclose(a.scores_, b.scores_)
     # the naive-q machinery is shared: every q gives the same first bound, I^(x; y)
-    from test_selectors import I
     first = max(I(X[:, m], y) for m in range(X.shape[1]))
     for q in ("naive", "pairwise"):
         assert abs(tp.VMI(k=1, q=q).fit(X, y).scores_[0] - first) < tols(dtype, atol=1e-12)["atol"]
@@ -155,9 +151,9 @@ def test_vmi_selects_first_layer_of_the_tree_model_first(q):
 def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underflow(monkeypatch, device):
     import torch
 
-    from tensorprob.estimators import _variational
-    from tensorprob.estimators._variational import VariationalState
-    from tensorprob.selection._greedy import SelectionData
+    from tensorprob.counting import SelectionData
+    from tensorprob.information import _variational
+    from tensorprob.information._variational import VariationalState
 
     X, y = random_data(10, M=120, N=7)
     X[:, 0] = y  # p(x_0 = v | c) = 0 for v != c: with a dominant wrong class the product underflows

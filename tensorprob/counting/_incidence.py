@@ -57,16 +57,12 @@ class Incidence:
 
     Attributes
     ----------
-    n_rows, n_cols : int
-        M and D.
     chunks : list of (start, stop, S_chunk, S_chunk_T)
         Row ranges with their CSR blocks (``S[start:stop]`` and its transpose).
     flat : (M, N) int64 tensor
         ``offset[n] + x_mn``, or -1 where missing.
     """
 
-    n_rows: int
-    n_cols: int
     chunks: list
     flat: torch.Tensor
     _flat_t: dict = field(default_factory=dict, repr=False)
@@ -83,7 +79,7 @@ class Incidence:
 
     @classmethod
     def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> "Incidence":
+              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> Incidence:
         """Build S for ``codes`` (-1 = missing), chunked so a chunk's dense work fits the budget.
 
         ``bytes_per_row`` is the size of the dense temporaries one row creates in the caller
@@ -91,7 +87,7 @@ class Incidence:
         values and S^T ``dtype_t`` values (default ``dtype``).
         """
         device = codes.device
-        M, N = codes.shape
+        M = codes.shape[0]
         off = offsets_of(cardinalities.to(device))
         c = codes.to(torch.int64)
         flat = torch.where(c >= 0, c + off[None, :], torch.full_like(c, -1))
@@ -102,7 +98,7 @@ class Incidence:
             stop = min(M, start + step)
             s, st = _csr_pair(flat[start:stop], D, dtype, dtype_t or dtype)
             chunks.append((start, stop, s, st))
-        return cls(M, D, chunks, flat)
+        return cls(chunks, flat)
 
 
 def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: torch.dtype

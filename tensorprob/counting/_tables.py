@@ -14,10 +14,11 @@ float64. Counts themselves are exact in either dtype up to 2**24 per cell (float
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import torch
 
 from .._device import block_budget, chunk_ranges
-
 
 
 def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
@@ -43,7 +44,7 @@ def _count(idx: torch.Tensor, nbins: int, weights: torch.Tensor | None, dtype: t
 def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, card_a: int = 1,
                 b: torch.Tensor | None = None, card_b: int = 1, weights: torch.Tensor | None = None,
                 dtype: torch.dtype = torch.float64, complete: bool | None = None) -> torch.Tensor:
-    """Counts of (x_c, a, b) for every column c of ``codes``: tensor (n_cands, card, card_a, card_b).
+    """Counts of (x_c, a, b) for every column c of ``codes``.
 
     Parameters
     ----------
@@ -58,6 +59,10 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         The caller knows that no entry of ``codes``, ``a`` or ``b`` is missing (or that some
         are: False). None checks, which costs two device-to-host transfers on a GPU; callers
         that count the same columns at every greedy step check once and pass the answer.
+
+    Returns
+    -------
+    torch.Tensor of shape (n_cands, card, card_a, card_b), ``dtype``
 
     Notes
     -----
@@ -96,7 +101,17 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
 def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     """Plug-in entropy (nats) of the joint distribution over ``dims`` of each table in the batch.
 
-    ``counts`` is (n, ...): the other dimensions are summed out first; dimension 0 is the batch.
+    Parameters
+    ----------
+    counts : torch.Tensor of shape (n, ...)
+        A batch of count tables (dimension 0 is the batch); the dimensions not in ``dims``
+        are summed out first.
+    dims : tuple of int
+        The dimensions of the joint distribution.
+
+    Returns
+    -------
+    torch.Tensor of shape (n,), float64
     """
     keep = {0, *dims}
     other = tuple(d for d in range(1, counts.ndim) if d not in keep)
@@ -108,40 +123,122 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     return -(p * torch.log(p.clamp_min(tiny))).sum(1)
 
 
-_ENTROPY_DIMS = {"x": (1,), "a": (2,), "b": (3,), "xa": (1, 2), "xb": (1, 3), "ab": (2, 3), "xab": (1, 2, 3)}
-_DERIVED = {
-    "i_xa": (("h_x", 1), ("h_a", 1), ("h_xa", -1)),
-    "i_xb": (("h_x", 1), ("h_b", 1), ("h_xb", -1)),
-    "i_xa_b": (("h_xb", 1), ("h_ab", 1), ("h_xab", -1), ("h_b", -1)),
-    "i_xb_a": (("h_xa", 1), ("h_ab", 1), ("h_xab", -1), ("h_a", -1)),
-    "i_xa__b": (("h_xa", 1), ("h_b", 1), ("h_xab", -1)),
-}
+class TableInformation:
+    """Plug-in quantities of a batch of tables T (n, I, A, B) of (x, a, b), each computed on first read.
 
+    Entropies and informations are in nats divided by ``scale`` (``log 2``: bits), float64,
+    one value per table; informations are clamped at 0 (rounding can make a difference of
+    entropies slightly negative).
 
-class TableInformation(dict):
-    """Plug-in quantities of a batch of tables, each computed on first access and cached."""
+    Parameters
+    ----------
+    T : torch.Tensor of shape (n, I, A, B)
+        Counts of (x, a, b), e.g. from :func:`joint_table`.
+    scale : float, default=1.0
+        Divisor of every quantity (1 for nats, ``log 2`` for bits).
+
+    Attributes
+    ----------
+    h_x, h_a, h_b, h_xa, h_xb, h_ab, h_xab : torch.Tensor of shape (n,)
+        Joint entropies of the named variables.
+    mi_x_a, mi_x_b : torch.Tensor of shape (n,)
+        ``I(x; a)`` and ``I(x; b)``.
+    cmi_x_a_given_b, cmi_x_b_given_a : torch.Tensor of shape (n,)
+        ``I(x; a | b)`` and ``I(x; b | a)``.
+    mi_xa_b : torch.Tensor of shape (n,)
+        ``I(x, a; b)``.
+
+    See Also
+    --------
+    table_information : the function that builds it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from tensorprob.counting import joint_table, table_information
+    >>> x = torch.tensor([[0], [1], [0], [1]])
+    >>> info = table_information(joint_table(x, 2, None, 1, x[:, 0], 2))
+    >>> round(float(info.mi_x_b[0]), 6)  # x is the label: I = H = log 2
+    0.693147
+    """
 
     def __init__(self, T: torch.Tensor, scale: float = 1.0) -> None:
-        super().__init__()
         self.T, self.scale = T, scale
 
-    def __missing__(self, key: str) -> torch.Tensor:
-        if key.startswith("h_") and key[2:] in _ENTROPY_DIMS:
-            value = entropy_of_counts(self.T, _ENTROPY_DIMS[key[2:]]) / self.scale
-        elif key in _DERIVED:
-            value = sum(sign * self[k] for k, sign in _DERIVED[key]).clamp_min(0.0)
-        else:
-            raise KeyError(key)
-        self[key] = value
-        return value
+    def _h(self, *dims: int) -> torch.Tensor:
+        return entropy_of_counts(self.T, dims) / self.scale
+
+    @staticmethod
+    def _nonneg(v: torch.Tensor) -> torch.Tensor:
+        return v.clamp_min(0.0)
+
+    # entropies (dims: 1 = x, 2 = a, 3 = b)
+    @cached_property
+    def h_x(self) -> torch.Tensor:
+        return self._h(1)
+
+    @cached_property
+    def h_a(self) -> torch.Tensor:
+        return self._h(2)
+
+    @cached_property
+    def h_b(self) -> torch.Tensor:
+        return self._h(3)
+
+    @cached_property
+    def h_xa(self) -> torch.Tensor:
+        return self._h(1, 2)
+
+    @cached_property
+    def h_xb(self) -> torch.Tensor:
+        return self._h(1, 3)
+
+    @cached_property
+    def h_ab(self) -> torch.Tensor:
+        return self._h(2, 3)
+
+    @cached_property
+    def h_xab(self) -> torch.Tensor:
+        return self._h(1, 2, 3)
+
+    # informations, as sums of the entropies above (the order of the terms is kept fixed:
+    # it decides the last bit, and selections compare these values)
+    @cached_property
+    def mi_x_a(self) -> torch.Tensor:
+        return self._nonneg(self.h_x + self.h_a - self.h_xa)
+
+    @cached_property
+    def mi_x_b(self) -> torch.Tensor:
+        return self._nonneg(self.h_x + self.h_b - self.h_xb)
+
+    @cached_property
+    def cmi_x_a_given_b(self) -> torch.Tensor:
+        return self._nonneg(self.h_xb + self.h_ab - self.h_xab - self.h_b)
+
+    @cached_property
+    def cmi_x_b_given_a(self) -> torch.Tensor:
+        return self._nonneg(self.h_xa + self.h_ab - self.h_xab - self.h_a)
+
+    @cached_property
+    def mi_xa_b(self) -> torch.Tensor:
+        return self._nonneg(self.h_xa + self.h_b - self.h_xab)
 
 
 def table_information(T: torch.Tensor, scale: float = 1.0) -> TableInformation:
-    """Plug-in quantities of x (dim 1), a (dim 2), b (dim 3) for each table T (n, I, A, B), in nats / scale.
+    """Plug-in information quantities of x (dim 1), a (dim 2), b (dim 3) of each table T (n, I, A, B).
 
-    Keys ``h_x, h_a, h_b, h_xa, h_xb, h_ab, h_xab`` (entropies) and ``i_xa = I(x;a)``,
-    ``i_xb = I(x;b)``, ``i_xa_b = I(x;a|b)``, ``i_xb_a = I(x;b|a)``, ``i_xa__b = I(x,a;b)``;
-    each is computed when first read (a mapping that fills itself).
+    Parameters
+    ----------
+    T : torch.Tensor of shape (n, I, A, B)
+        Counts, e.g. from :func:`joint_table`.
+    scale : float, default=1.0
+        Divisor of every quantity: 1 for nats, ``log 2`` for bits.
+
+    Returns
+    -------
+    TableInformation
+        Entropies ``h_x ... h_xab`` and informations ``mi_x_a``, ``mi_x_b``,
+        ``cmi_x_a_given_b``, ``cmi_x_b_given_a``, ``mi_xa_b``, each computed when first read.
     """
     return TableInformation(T, scale)
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import heapq
 import warnings
-from typing import Any
+from numbers import Integral
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.preprocessing import KBinsDiscretizer
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 _STRATEGIES = ("uniform", "quantile", "mdl")
 
@@ -94,17 +98,17 @@ def mdl_cut_points(x: np.ndarray, y: np.ndarray, max_bins: int | None = None) ->
     return np.sort(np.asarray(cuts, dtype=np.float64))
 
 
-class Discretizer:
-    """Per-column discretizer with a fitted state that can transform new data.
+class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Per-column discretizer of numeric data into integer bin codes (a scikit-learn transformer).
 
     Parameters
     ----------
-    n_bins : int, default=5
+    n_bins : int or None, default=5
         Number of bins for ``"uniform"`` and ``"quantile"``; the largest number of intervals
         for ``"mdl"`` (``None`` there means no cap).
     strategy : {"uniform", "quantile", "mdl"}, default="uniform"
         Equal-width bins, equal-frequency bins (both by scikit-learn's ``KBinsDiscretizer``),
-        or supervised MDL (Fayyad & Irani 1993, needs ``y``).
+        or supervised MDL (minimum description length, Fayyad & Irani 1993; needs ``y``).
 
     Attributes
     ----------
@@ -112,28 +116,67 @@ class Discretizer:
         Interior cut points of each column; value v gets code ``searchsorted(edges, v, "right")``.
     n_bins_ : ndarray of int
         Number of bins of each column (1 for a constant column).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    See Also
+    --------
+    discretize : the function form.
+    Encoder : encodes mixed data, discretizing the continuous columns with this class.
 
     Notes
     -----
-    NaN becomes code -1 (missing). Constant columns get a single bin (code 0).
+    NaN becomes code -1 (missing); infinite values are an error. Constant columns get a
+    single bin (code 0). Values outside the fitted range go to the end bins.
+
+    References
+    ----------
+    .. [1] Fayyad, U. M. and Irani, K. B. (1993). Multi-interval discretization of continuous-valued
+       attributes for classification learning. IJCAI 1993, 1022-1027.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorprob import Discretizer
+    >>> X = np.array([[0.0, 1.0], [0.5, 1.0], [1.0, 1.0], [np.nan, 1.0]])
+    >>> d = Discretizer(n_bins=2).fit(X)
+    >>> d.transform(X).tolist(), d.n_bins_.tolist()
+    ([[0, 0], [1, 0], [1, 0], [-1, 0]], [2, 1])
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_bins": [Interval(Integral, 2, None, closed="left"), None],
+        "strategy": [StrOptions(set(_STRATEGIES))],
+    }
 
     def __init__(self, n_bins: int | None = 5, strategy: str = "uniform") -> None:
         self.n_bins = n_bins
         self.strategy = strategy
 
-    def _check(self) -> None:
-        if self.strategy not in _STRATEGIES:
-            raise ValueError(f"strategy must be one of {_STRATEGIES}, got {self.strategy!r}")
+    def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
+        if hasattr(X, "detach"):  # torch tensor (any device)
+            X = X.detach().cpu().numpy()
+        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> Discretizer:
+        """Learn the cut points of every column.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric data; NaN is missing.
+        y : array-like of shape (n_samples,), default=None
+            Class labels, required by ``strategy="mdl"`` and ignored otherwise.
+
+        Returns
+        -------
+        self : Discretizer
+        """
         if self.n_bins is None and self.strategy != "mdl":
             raise ValueError(f"n_bins=None is only allowed with strategy='mdl', got strategy={self.strategy!r}")
-        if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins or self.n_bins < 2):
-            raise ValueError(f"n_bins must be an integer >= 2, got {self.n_bins!r}")
-
-    def fit(self, X: Any, y: Any = None) -> "Discretizer":
-        """Learn the cut points of every column of the 2-D numeric array ``X``."""
-        self._check()
-        X = _as_float_2d(X)
+        X = self._validate_X(X, reset=True)
         if self.strategy == "mdl":
             if y is None:
                 raise ValueError("strategy='mdl' is supervised: pass the class labels y")
@@ -141,6 +184,7 @@ class Discretizer:
             if y.shape[0] != X.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
             _, y_codes = np.unique(y, return_inverse=True)
+            y_codes = y_codes.ravel()
         finite = np.isfinite(X)
         lo = np.where(finite, X, np.inf).min(0)
         hi = np.where(finite, X, -np.inf).max(0)
@@ -168,16 +212,22 @@ class Discretizer:
                     edges[j] = np.asarray(e[1:-1], dtype=np.float64)
         self.bin_edges_ = edges
         self.n_bins_ = np.array([e.size + 1 for e in edges], dtype=np.int64)
-        self.n_features_in_ = X.shape[1]
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Map values to bin codes (int64, -1 for NaN); values outside the fitted range go to the end bins."""
-        if not hasattr(self, "bin_edges_"):
-            raise ValueError("this Discretizer is not fitted yet; call fit first")
-        X = _as_float_2d(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns, the discretizer was fitted on {self.n_features_in_}")
+        """Map values to bin codes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), int64
+            Bin codes, -1 for NaN.
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
         out = np.empty(X.shape, dtype=np.int64)
         for j, e in enumerate(self.bin_edges_):
             col = X[:, j]
@@ -186,25 +236,24 @@ class Discretizer:
         return out
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
+        """Fit to X (and y for MDL), then return the bin codes of X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), int64
+        """
         return self.fit(X, y).transform(X)
 
-
-def _as_float_2d(X: Any) -> np.ndarray:
-    if hasattr(X, "detach"):
-        X = X.detach().cpu().numpy()
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"discretization needs numeric data: {exc}") from exc
-    if X.ndim == 1:
-        X = X[:, None]
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    if np.isinf(X).any():
-        raise ValueError("X contains infinite values; only NaN is accepted (as missing)")
-    return X
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN is a missing entry (code -1)
+        tags.transformer_tags.preserves_dtype = []  # the output is integer codes
+        return tags
 
 
 def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any = None) -> np.ndarray:
@@ -233,4 +282,9 @@ def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any
     >>> tensorprob.discretize(np.array([[0.0], [0.5], [1.0]]), n_bins=2).ravel().tolist()
     [0, 1, 1]
     """
+    if hasattr(X, "detach"):
+        X = X.detach().cpu().numpy()
+    X = np.asarray(X)
+    if X.ndim == 1:  # one column
+        X = X[:, None]
     return Discretizer(n_bins=n_bins, strategy=strategy).fit_transform(X, y)

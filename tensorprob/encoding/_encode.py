@@ -1,9 +1,14 @@
 """Raw data (NumPy, torch, pandas; any dtype) to integer codes, cardinalities and names."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from numbers import Integral
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from .._config import get_config
 from ._discretize import Discretizer
@@ -31,23 +36,28 @@ def _is_pd_na(v: Any) -> bool:
 def _columns(X: Any) -> tuple[list[np.ndarray], list[str] | None, list[bool]]:
     """Split X into 1-D column arrays; return names (when X has them) and pandas categorical flags."""
     if hasattr(X, "iloc") and hasattr(X, "columns"):  # pandas DataFrame
+        import pandas as pd
+        from pandas.api import types as pdt
+
         cols, cat = [], []
         for name in X.columns:
             s = X[name]
-            is_cat = str(s.dtype) in ("category", "string", "boolean") or s.dtype == object
-            if str(s.dtype) == "category":
+            dt = s.dtype
+            categorical = isinstance(dt, pd.CategoricalDtype)
+            text_or_bool = isinstance(dt, (pd.StringDtype, pd.BooleanDtype))
+            # pandas' nullable numbers (Int64, UInt8, Float64, ...): numbers with pd.NA
+            nullable_number = pdt.is_extension_array_dtype(dt) and not categorical and not text_or_bool and (
+                pdt.is_integer_dtype(dt) or pdt.is_float_dtype(dt))
+            is_cat = categorical or text_or_bool or pdt.is_object_dtype(dt)
+            if categorical or text_or_bool:
                 arr = np.asarray(s.astype(object))
-            elif str(s.dtype) in ("string", "boolean") or str(s.dtype).startswith(("Int", "UInt", "Float")):
+            elif nullable_number:
                 arr = np.asarray(s.astype(object))
-                if str(s.dtype).startswith(("Int", "UInt", "Float")):
-                    is_cat = False
-                    miss = _is_missing(arr)
-                    vals = np.full(arr.shape, np.nan)
-                    vals[~miss] = arr[~miss].astype(np.float64)
-                    if str(s.dtype).startswith(("Int", "UInt")) and not miss.any():
-                        arr = vals.astype(np.int64)
-                    else:
-                        arr = vals
+                is_cat = False
+                miss = _is_missing(arr)
+                vals = np.full(arr.shape, np.nan)
+                vals[~miss] = arr[~miss].astype(np.float64)
+                arr = vals.astype(np.int64) if pdt.is_integer_dtype(dt) and not miss.any() else vals
             else:
                 arr = np.asarray(s)
             cols.append(arr)
@@ -60,7 +70,7 @@ def _columns(X: Any) -> tuple[list[np.ndarray], list[str] | None, list[bool]]:
     X = np.asarray(X)
     if X.ndim == 1:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got a 1-D array of shape {X.shape}; "
-                         "use X.reshape(-1, 1) for a single feature")
+                         "Reshape your data with X.reshape(-1, 1) for a single feature")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     return [X[:, j] for j in range(X.shape[1])], None, [False] * X.shape[1]
@@ -82,12 +92,31 @@ def _numeric_view(col: np.ndarray) -> np.ndarray | None:
     return out
 
 
-class Encoder:
-    """Fitted mapping from raw columns to integer codes (see :func:`encode`).
+class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Encoder of raw columns (NumPy, torch, pandas; any dtype) as integer codes (a scikit-learn transformer).
+
+    Strings, bools, pandas categoricals and integer columns with at most ``max_categories``
+    distinct values are categorical: their sorted distinct values get codes ``0..I-1``.
+    Floats, and integer columns with more distinct values, are continuous and go through
+    ``discretizer``. ``None``/``NaN`` (and ``missing_code`` in integer columns) become -1.
+
+    Parameters
+    ----------
+    discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
+        How continuous columns become codes (a :class:`Discretizer` strategy, or a
+        transformer such as scikit-learn's ``KBinsDiscretizer``, which is cloned). None makes a
+        continuous column an error.
+    n_bins : int, default=5
+        Bins of the built-in discretizers.
+    max_categories : int or None, default=None
+        Largest alphabet of a categorical column (None: ``get_config()["max_categories"]``, 64).
+    missing_code : int or None, default=-1
+        Value that marks a missing entry in integer columns; None for none.
 
     Attributes
     ----------
     feature_names_ : list of str
+        Column names (DataFrame columns, or ``x0, x1, ...``).
     cardinalities_ : ndarray of int64
         Alphabet size of every column.
     kinds_ : list of {"categorical", "codes", "discretized"}
@@ -95,7 +124,31 @@ class Encoder:
         For categorical and code columns, the value of each code (sorted).
     discretizer_ : Discretizer or object or None
         Fitted discretizer of the continuous columns (in the order they appear).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    See Also
+    --------
+    encode : the function form, returning codes, cardinalities, names and the encoder.
+    Discretizer : the discretizer of continuous columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorprob import Encoder
+    >>> X = np.array([["a", 0.1], ["b", 0.9], [None, 0.5]], dtype=object)
+    >>> enc = Encoder(n_bins=2).fit(X)
+    >>> enc.transform(X).tolist(), enc.kinds_
+    ([[0, 0], [1, 1], [-1, 1]], ['categorical', 'discretized'])
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "discretizer": [StrOptions({"uniform", "quantile", "mdl"}), HasMethods(["fit_transform"]), None],
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "max_categories": [Interval(Integral, 1, None, closed="left"), None],
+        "missing_code": [Integral, None],
+    }
 
     def __init__(self, discretizer: Any = "uniform", n_bins: int = 5, max_categories: int | None = None,
                  missing_code: int | None = -1) -> None:
@@ -104,12 +157,53 @@ class Encoder:
         self.max_categories = max_categories
         self.missing_code = missing_code
 
-    # -- fitting -------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=False)  # a user discretizer is validated when it fits
+    def fit(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> Encoder:
+        """Learn the categories and bins of every column.
+
+        Parameters
+        ----------
+        X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+            Class labels, used only by a supervised discretizer (``"mdl"``).
+        feature_names : sequence of str, default=None
+            Names to use instead of DataFrame columns / ``x0, x1, ...``.
+
+        Returns
+        -------
+        self : Encoder
+        """
+        self._fit(X, y, feature_names)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit_transform(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> np.ndarray:
+        """Fit, then return the codes of X (computed once).
+
+        Parameters
+        ----------
+        X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+        feature_names : sequence of str, default=None
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            Codes in the smallest signed integer dtype that holds them, -1 for missing.
+        """
+        return self._fit(X, y, feature_names)
+
+    # -- fitting -------------------------------------------------------------------------
+    def _fit(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
+        _check_sparse(self, X)
         cols, names, pandas_cat = _columns(X)
-        n_rows = cols[0].shape[0] if cols else 0
-        if n_rows == 0 or not cols:
+        n_rows = cols[0].shape[0] if cols else int(np.shape(X)[0])
+        if not cols:
+            raise ValueError(f"0 feature(s) (shape=({n_rows}, 0)) while a minimum of 1 is required.")
+        if n_rows == 0:
             raise ValueError(f"X is empty ({n_rows} rows, {len(cols)} columns)")
+        _check_feature_names(self, X, reset=True)
+        self.n_features_in_ = len(cols)
         if feature_names is not None:
             if len(feature_names) != len(cols):
                 raise ValueError(f"feature_names has {len(feature_names)} entries but X has {len(cols)} columns")
@@ -144,7 +238,8 @@ class Encoder:
                     cont_idx.append(j)
             elif kind in "fc":
                 if kind == "c":
-                    raise TypeError(f"column {names[j]!r} is complex-valued; tensorprob handles real or categorical data")
+                    raise ValueError(f"Complex data not supported: column {names[j]!r} is complex-valued; "
+                                     "tensorprob handles real or categorical data")
                 kinds.append("discretized")
                 cats.append(None)
                 cols[j] = col.astype(np.float64)
@@ -209,16 +304,27 @@ class Encoder:
     def transform(self, X: Any) -> np.ndarray:
         """Encode new data with the fitted categories and bins.
 
+        Parameters
+        ----------
+        X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            Codes, -1 for missing.
+
         Raises
         ------
         ValueError
             On a category never seen when fitting, or a different number of columns.
         """
-        if not hasattr(self, "kinds_"):
-            raise ValueError("this Encoder is not fitted yet")
+        check_is_fitted(self)
+        _check_sparse(self, X)
         cols, _, _ = _columns(X)
-        if len(cols) != len(self.kinds_):
-            raise ValueError(f"X has {len(cols)} columns, the encoder was fitted on {len(self.kinds_)}")
+        _check_feature_names(self, X, reset=False)
+        if len(cols) != self.n_features_in_:
+            raise ValueError(f"X has {len(cols)} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
         n_rows = cols[0].shape[0]
         codes = np.empty((n_rows, len(cols)), dtype=np.int64)
         for j, (kind, cat) in enumerate(zip(self.kinds_, self.categories_)):
@@ -251,6 +357,22 @@ class Encoder:
             cont = np.stack([np.asarray(cols[j], dtype=np.float64) for j in self._cont_idx], axis=1)
             codes[:, self._cont_idx] = np.asarray(self.discretizer_.transform(cont)).astype(np.int64)
         return _compact(codes, self.cardinalities_)
+
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN / None are missing entries (code -1)
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.transformer_tags.preserves_dtype = []  # the output is integer codes
+        return tags
+
+
+def _check_sparse(est: Any, X: Any) -> None:
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        raise TypeError(f"{type(est).__name__} does not accept sparse input: pass a dense array (X.toarray())")
 
 
 def _compact(codes: np.ndarray, cards: np.ndarray) -> np.ndarray:
@@ -321,6 +443,13 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int =
 def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Encode class labels as codes ``0..C-1``.
 
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, 1)
+        Labels of any type (NumPy, torch, pandas); no missing value.
+    name : str, default="y"
+        Name used in error messages.
+
     Returns
     -------
     codes : ndarray of int64
@@ -331,6 +460,13 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     ------
     ValueError
         If ``y`` is not 1-D, is empty or holds missing values.
+
+    Examples
+    --------
+    >>> from tensorprob import encode_labels
+    >>> codes, classes = encode_labels(["b", "a", "b"])
+    >>> codes.tolist(), classes.tolist()
+    ([1, 0, 1], ['a', 'b'])
     """
     if hasattr(y, "detach"):
         y = y.detach().cpu().numpy()

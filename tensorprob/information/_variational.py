@@ -9,7 +9,8 @@ Sample-mean criteria (paper 004, eq. 15), with ``pbar`` an arithmetic (AMD) or g
 
     J(m) = (1/M) sum_j log [ pbar_{k2}(x_m^j | S, c^j) / pbar_{k1}(x_m^j | S) ]
 
-Variational lower bound (DESIGN 6.3; paper 001 and the VI framework of paper 004), for the
+Variational lower bound (Gao, Ver Steeg & Galstyan 2016, and the VI framework of Sun et al.
+2020), for the
 current chain C of selected features and a candidate i:
 
     L(C + i) = (1/M) sum_j [ log q(x^j | y^j) - log sum_c p^(c) q(x^j | c) ]
@@ -26,7 +27,7 @@ import math
 import torch
 
 from .._device import block_budget, chunk_ranges, exp_floor
-from ..counting import joint_table
+from ..counting import SelectionData, joint_table
 
 _Q = ("naive", "gmd", "amd", "fid")
 
@@ -53,18 +54,20 @@ class VariationalState:
 
     Parameters
     ----------
-    data : SelectionData (codes, card, y, n_classes, dtype, log_base)
+    data : tensorprob.counting.SelectionData
+        Codes, ``max_card``, class codes, ``n_classes`` and working dtype (its ``log_base`` is
+        not used here: bounds are in nats, and the selector converts them).
     q : {"naive", "gmd", "amd", "fid"}
         The q-distribution: naive (order 0; FID^0 = GMD^0 = AMD^0), or order-1 GMD
         (VMI-pairwise), AMD or FID (rooted at the candidate).
     """
 
-    def __init__(self, data, q: str) -> None:
+    def __init__(self, data: SelectionData, q: str) -> None:
         if q not in _Q:
             raise ValueError(f"q must be one of {_Q}, got {q!r}")
         self.data, self.q = data, q
         d = data
-        M, N, C, I = d.codes.shape[0], d.n_features, d.n_classes, d.card
+        M, N, C, I = d.codes.shape[0], d.n_features, d.n_classes, d.max_card
         self.M, self.N, self.C, self.I = M, N, C, I
         counts = torch.bincount(d.y, minlength=C).to(d.dtype)
         self.log_prior = torch.log(counts / counts.sum())  # (C,)
@@ -101,7 +104,7 @@ class VariationalState:
         lookups; the (C, N, M) accumulator is updated in cache-sized candidate blocks.
         """
         d = self.data
-        T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype,
+        T = joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
                         complete=d.complete)  # (N, I, I, C)
         den = T.sum(2 if given_candidate else 1, keepdim=True)
         P = torch.where(den > 0, T / den.clamp_min(torch.finfo(T.dtype).tiny), torch.zeros_like(T)).reshape(-1, self.C)
@@ -179,10 +182,10 @@ class VariationalState:
                 own = self.log_p_class[rows, d.y[r0:r1, None]].add_(own_base[r0:r1])
                 out[a:c] += own.sub_(lse).sum(0)
         out /= self.M
-        return out / d.log_base
+        return out
 
     def bounds(self) -> torch.Tensor:
-        """L(C + i) for every candidate i (nats / log_base): (N,).
+        """L(C + i) for every candidate i, in nats: (N,).
 
         Every term of log q is a log-probability (<= 0), so log q(x | c) + log p(c) <= B_m =
         max_c [log q(chain | c) + log p(c)] and ``exp`` of the shifted block never overflows:
@@ -222,7 +225,7 @@ class VariationalState:
                 ci, m = torch.nonzero(bad, as_tuple=True)
                 lse[ci, m] = torch.logsumexp(self._entries(ci + a, m, shift_t), dim=0)
             out[a:b] = (own - prior_y[None, :] - lse).mean(1)
-        return out / d.log_base
+        return out
 
     def add(self, j: int) -> None:
         """Append feature j to the chain."""

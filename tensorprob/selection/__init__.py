@@ -1,6 +1,11 @@
-"""Feature selectors: scikit-learn estimators sharing one base class and one greedy driver."""
-from ._api import available_methods, register, select_features
-from ._base import BaseSelector, GreedySelector
+"""Feature selectors: scikit-learn estimators on one base class, most run by one greedy driver.
+
+Every selector sets a ``method_name`` and is thereby registered for
+:func:`select_features`; :func:`available_methods` lists the names and :func:`get_selector`
+returns the class of a name.
+"""
+from ._api import available_methods, get_selector, register, select_features
+from ._base import BaseSelector, CodedSelector, GreedySelector, RealSelector
 from ._classic import CIFE, CMIM, DISR, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR
 from ._gmi import GMI
 from ._gsm import GSMCPD
@@ -8,12 +13,30 @@ from ._hofs import HOFS
 from ._pda import PDA, VMI
 from ._spectral import SPECCMI
 
-for _name, _cls in (("mim", MIM), ("mifs", MIFS), ("mrmr", MRMR), ("cife", CIFE), ("jmi", JMI), ("cmim", CMIM),
-                    ("jmim", JMIM), ("disr", DISR), ("icap", ICAP), ("mri", MRI), ("rmrmr", RMRMR),
-                    ("spec_cmi", SPECCMI), ("gsm-cpd", GSMCPD),
-                    ("pda", PDA), ("vmi", VMI), ("hofs", HOFS), ("gmi", GMI)):
-    register(_name, _cls)
-
-__all__ = ["BaseSelector", "CIFE", "CMIM", "DISR", "GMI", "GSMCPD", "GreedySelector", "HOFS", "ICAP", "JMI", "JMIM",
-           "MIFS", "MIM",
-           "MRI", "MRMR", "PDA", "RMRMR", "SPECCMI", "VMI", "available_methods", "register", "select_features"]
+__all__ = [
+           "CIFE",
+           "CMIM",
+           "DISR",
+           "GMI",
+           "GSMCPD",
+           "HOFS",
+           "ICAP",
+           "JMI",
+           "JMIM",
+           "MIFS",
+           "MIM",
+           "MRI",
+           "MRMR",
+           "PDA",
+           "RMRMR",
+           "SPECCMI",
+           "VMI",
+           "BaseSelector",
+           "CodedSelector",
+           "GreedySelector",
+           "RealSelector",
+           "available_methods",
+           "get_selector",
+           "register",
+           "select_features",
+]

@@ -1,86 +1,99 @@
-"""Base class of every tensorprob selector (scikit-learn ``SelectorMixin`` + ``BaseEstimator``).
+"""The selector base classes: one scikit-learn base and its two kinds of input.
 
-A subclass declares its extra parameters in ``_extra_constraints`` and implements
-``_select(codes, cards, y, n_classes, k, device, dtype) -> (selected, scores)`` on integer
-codes (``-1`` = missing); ``fit`` does validation, encoding and bookkeeping.
+``_BaseSelector`` holds what every selector shares: the shared ``_parameter_constraints``
+(enforced by scikit-learn's ``_fit_context`` on ``fit``), the checks of ``y`` and ``k``
+(:meth:`_BaseSelector._validate_xy`), the support mask, and the registration of
+``method_name`` for :func:`tensorprob.select_features`. It has exactly two subclasses:
+
+- :class:`CodedSelector`: the input is encoded to integer codes by an
+  :class:`~tensorprob.Encoder` (continuous columns discretized). A subclass implements
+  ``_select(codes, cards, y, n_classes, k, device, dtype) -> (selected, scores)``, or, via
+  :class:`GreedySelector`, only ``_criterion()``.
+- :class:`RealSelector`: the input stays real (finite floats). A subclass implements
+  ``_select_real(X, y, n_classes, k, device, dtype) -> (selected, scores)``.
+
+A subclass extends ``_parameter_constraints`` with its own entries; constraints of
+parameters that a class does not take are dropped when the class is defined, so that the
+constraints and ``__init__`` always name the same parameters.
 """
 from __future__ import annotations
 
-import numbers
-from typing import Any
+import math
+from numbers import Integral
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.feature_selection import SelectorMixin
+from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from .._device import resolve_device, resolve_dtype
-from ..encoding import encode, encode_labels
+from ..counting import SelectionData
+from ..encoding import Encoder, encode_labels
+from ._api import register
 
 
-class BaseSelector(SelectorMixin, BaseEstimator):
-    """Shared ``fit`` / ``transform`` machinery; see the module docstring.
+class _BaseSelector(SelectorMixin, BaseEstimator):
+    """Root of every tensorprob selector; use :class:`CodedSelector` or :class:`RealSelector`.
 
-    Common parameters (set by subclasses' ``__init__``): ``k`` (int, "all", or "auto" where
-    the method defines a stopping rule), ``discretizer`` ("uniform", "quantile", "mdl", an
-    object with ``fit_transform``, or None), ``n_bins``, ``device``, ``dtype``.
+    Attributes
+    ----------
+    method_name : str or None
+        Class attribute: the ``method=`` name of :func:`tensorprob.select_features`. Setting
+        it in a class body registers the class (``method_aliases`` adds other spellings).
     """
 
-    _allow_auto = False
+    method_name: ClassVar[str | None] = None
+    method_aliases: ClassVar[tuple[str, ...]] = ()
 
-    def _validate_common(self) -> None:
-        name = type(self).__name__
-        k = self.k
-        ok = (isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 1) or k == "all" or \
-            (self._allow_auto and k == "auto")
-        allowed = "an int >= 1 or 'all'" + (" or 'auto'" if self._allow_auto else "")
-        if not ok:
-            raise ValueError(f"The 'k' parameter of {name} must be {allowed}; got {k!r}")
-        if not (isinstance(self.n_bins, numbers.Integral) and not isinstance(self.n_bins, bool) and self.n_bins >= 2):
-            raise ValueError(f"The 'n_bins' parameter of {name} must be an int >= 2; got {self.n_bins!r}")
-        d = self.discretizer
-        if not (d is None or d in ("uniform", "quantile", "mdl") or hasattr(d, "fit_transform")):
-            raise ValueError(f"The 'discretizer' parameter of {name} must be 'uniform', 'quantile', 'mdl', "
-                             f"an object with fit_transform, or None; got {d!r}")
+    _parameter_constraints: ClassVar[dict] = {
+        "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"all"})],
+        "device": [str, torch.device, None],
+        "dtype": [str, torch.dtype, None],
+        "random_state": ["random_state", torch.Generator],
+    }
 
-    def _prepare(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Validate and encode (X, y): codes, cardinalities, label codes, number of classes."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            # keep exactly the constraints of this class's parameters (scikit-learn's checks
+            # require the two sets to be equal); bases without __init__ keep the full dict
+            names = set(cls._get_param_names())
+            cls._parameter_constraints = {k: v for k, v in cls._parameter_constraints.items() if k in names}
+        if cls.__dict__.get("method_name"):
+            register(cls.method_name, cls, aliases=cls.method_aliases)
+
+    # ------------------------------------------------------------------ checks
+    def _check_X(self, X: Any) -> Any:
+        """Check (and convert) X; implemented by the two bases."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _validate_xy(self, X: Any, y: Any) -> tuple[Any, np.ndarray, int | None]:
+        """Check X and y, set ``classes_``; return X (checked), the class codes and k.
+
+        k is an int, or None for ``k="auto"`` (the method's own stopping rule).
+
+        Raises
+        ------
+        ValueError
+            When y is None, has missing labels, fewer than two classes or another length
+            than X, or when k exceeds the number of features.
+        """
         name = type(self).__name__
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None")
-        try:
-            import scipy.sparse as sp
-
-            if sp.issparse(X):
-                raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray())")
-        except ImportError:  # pragma: no cover - scipy comes with scikit-learn
-            pass
-        if not (hasattr(X, "shape") and hasattr(X, "__len__")) and not hasattr(X, "iloc"):
-            X = np.asarray(X)
-        if getattr(X, "ndim", 2) == 2 and X.shape[1] == 0:
-            raise ValueError(f"0 feature(s) (shape=({X.shape[0]}, 0)) while a minimum of 1 is required.")
-        names = None
-        if hasattr(X, "columns"):
-            names = np.asarray([str(c) for c in X.columns], dtype=object)
-        elif hasattr(X, "dtype") and getattr(X, "ndim", 2) == 2 and np.asarray(X).dtype.kind in "fc":
-            if np.iscomplexobj(X):
-                raise ValueError("Complex data not supported")
-        y_codes, classes = encode_labels(y)
-        n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
-        if len(y_codes) != n_rows:
-            raise ValueError(f"X has {n_rows} samples but y has {len(y_codes)} labels")
+        X = self._check_X(X)
+        y_codes, classes = encode_labels(y)  # "missing label(s)" / "1-D" / "empty"
+        n_samples = _num_samples(X)
+        if len(y_codes) != n_samples:
+            raise ValueError(f"X has {n_samples} samples but y has {len(y_codes)} labels")
         if classes.size < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}): one class carries no information; "
                              "feature selection needs at least two")
-        enc = encode(X, y_codes, discretizer=self.discretizer, n_bins=self.n_bins)
-        self.n_features_in_ = enc.codes.shape[1]
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
         self.classes_ = classes
-        self.encoder_ = enc.encoder
-        return enc.codes.astype(np.int64), enc.cardinalities, y_codes, int(classes.size)
+        return X, y_codes, self._resolve_k(int(X.shape[1]))
 
     def _resolve_k(self, n_features: int) -> int | None:
         if self.k == "all":
@@ -91,66 +104,174 @@ class BaseSelector(SelectorMixin, BaseEstimator):
             raise ValueError(f"k={self.k} is larger than the number of features ({n_features})")
         return int(self.k)
 
-    def _log_base(self) -> float:
-        base = getattr(self, "base", "e")
-        if base in ("e", None):
-            return 1.0
-        if base == 2:
-            return float(np.log(2.0))
-        raise ValueError(f"The 'base' parameter of {type(self).__name__} must be 'e' or 2; got {base!r}")
+    def _device_dtype(self) -> tuple[torch.device, torch.dtype]:
+        device = resolve_device(self.device)
+        return device, resolve_dtype(self.dtype, device)
 
-    def _validate_extra(self) -> None:
-        """Subclasses check their own parameters here (called by ``fit``)."""
+    def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
+        """Validate, run the method; return (selected, scores). Implemented by the two bases."""
+        raise NotImplementedError  # pragma: no cover
 
-    def fit(self, X: Any, y: Any) -> "BaseSelector":
-        """Select features of ``X`` (raw or coded) for the labels ``y``.
+    # ------------------------------------------------------------------ estimator API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any) -> _BaseSelector:
+        """Select features of ``X`` for the class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (NumPy array, torch tensor or pandas DataFrame).
+        y : array-like of shape (n_samples,)
+            Class labels (any type; at least two classes, no missing label).
 
         Returns
         -------
-        self
+        self : object
+            The fitted selector.
         """
-        self._validate_common()
-        self._validate_extra()
-        if hasattr(self, "base"):
-            self._log_base()
-        codes, cards, y_codes, n_classes = self._prepare(X, y)
-        k = self._resolve_k(codes.shape[1])
-        device = resolve_device(self.device)
-        dtype = resolve_dtype(self.dtype, device)
-        selected, scores = self._select(codes, cards, y_codes, n_classes, k, device, dtype)
+        selected, scores = self._fit(X, y)
         self.selected_ = np.asarray(selected, dtype=np.int64)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         return self
 
     def _get_support_mask(self) -> np.ndarray:
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "selected_")
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[self.selected_] = True
         return mask
 
-    def _select(self, codes, cards, y, n_classes, k, device: torch.device, dtype: torch.dtype):
-        raise TypeError(f"{type(self).__name__} does not define _select")  # pragma: no cover
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        return tags
+
+
+class CodedSelector(_BaseSelector):
+    """Base of the selectors that work on integer codes (count-based, PDA, VMI, SPEC_CMI, GSM-CPD).
+
+    ``fit`` encodes X with an :class:`~tensorprob.Encoder` (strings, bools and categoricals get
+    codes, integer columns with at most 64 values are codes already, continuous columns are
+    discretized by ``discretizer`` into ``n_bins`` bins; NaN/None are missing, code -1) and
+    calls ``_select(codes, cards, y, n_classes, k, device, dtype) -> (selected, scores)``.
+
+    Attributes
+    ----------
+    encoder_ : Encoder
+        The fitted encoder of X.
+    classes_ : ndarray
+        The class labels.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has column names.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **_BaseSelector._parameter_constraints,
+        "discretizer": [StrOptions({"uniform", "quantile", "mdl"}), HasMethods(["fit_transform"]), None],
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "base": [StrOptions({"e"}), Options(Integral, {2}), None],
+    }
+
+    def _check_X(self, X: Any) -> Any:
+        import scipy.sparse as sp
+
+        name = type(self).__name__
+        if sp.issparse(X):
+            raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray())")
+        if not (hasattr(X, "shape") and hasattr(X, "__len__")) and not hasattr(X, "iloc"):
+            X = np.asarray(X)
+        if len(X.shape) != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {tuple(X.shape)}; Reshape your data "
+                             "with X.reshape(-1, 1) for a single feature")
+        if X.shape[1] == 0:
+            raise ValueError(f"0 feature(s) (shape=({X.shape[0]}, 0)) while a minimum of 1 is required.")
+        if hasattr(X, "dtype") and not hasattr(X, "iloc") and np.iscomplexobj(X):
+            raise ValueError("Complex data not supported")
+        return X
+
+    @property
+    def _log_base(self) -> float:
+        """Divisor of the information quantities: 1 (nats) or log 2 (bits), from ``base``."""
+        return math.log(2.0) if self.base == 2 else 1.0
+
+    def _selection_data(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int,
+                        device: torch.device, dtype: torch.dtype) -> SelectionData:
+        """The codes on the device, in the units of ``base``, for the criteria."""
+        return SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
+                             torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base)
+
+    def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
+        X, y_codes, k = self._validate_xy(X, y)
+        names = np.asarray([str(c) for c in X.columns], dtype=object) if hasattr(X, "columns") else None
+        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins)
+        codes = self.encoder_.fit_transform(X, y_codes)
+        self.n_features_in_ = codes.shape[1]
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        device, dtype = self._device_dtype()
+        return self._select(codes.astype(np.int64), self.encoder_.cardinalities_, y_codes, int(self.classes_.size),
+                            k, device, dtype)
+
+    def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
+                device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
+        """Pick features from codes (M, N) (-1 missing), cardinalities (N,), class codes (M,)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define _select")  # pragma: no cover
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True  # strings, bools and categoricals are encoded, not rejected
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True  # NaN is a missing entry
         return tags
 
 
-class GreedySelector(BaseSelector):
-    """A selector run by the shared greedy driver with the criterion from ``_criterion()``."""
+#: Former name of :class:`CodedSelector`, kept so that existing subclasses keep working.
+BaseSelector = CodedSelector
+
+
+class GreedySelector(CodedSelector):
+    """A coded selector run by the shared greedy driver with the criterion from ``_criterion()``.
+
+    See :mod:`tensorprob.selection._greedy` for the criterion protocol.
+    """
 
     def _criterion(self):
-        raise TypeError(f"{type(self).__name__} does not define _criterion")  # pragma: no cover
+        raise NotImplementedError(f"{type(self).__name__} does not define _criterion")  # pragma: no cover
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
-        from ._greedy import SelectionData, greedy_forward
+        from ._greedy import greedy_forward
 
-        data = SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
-                             torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base())
+        data = self._selection_data(codes, cards, y, n_classes, device, dtype)
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
+
+
+class RealSelector(_BaseSelector):
+    """Base of the selectors that work on real values (HOFS, GMI).
+
+    X must be finite floats (scikit-learn's ``validate_data``: at least 2 samples); ``fit``
+    calls ``_select_real(X, y, n_classes, k, device, dtype) -> (selected, scores)`` with X a
+    float64 ndarray and y the class codes ``0 .. n_classes - 1``.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+    """
+
+    def _check_X(self, X: Any) -> np.ndarray:
+        return validate_data(self, X, dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
+
+    def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
+        X, y_codes, k = self._validate_xy(X, y)
+        device, dtype = self._device_dtype()
+        return self._select_real(X, y_codes, int(self.classes_.size), k, device, dtype)
+
+    def _select_real(self, X: np.ndarray, y: np.ndarray, n_classes: int, k: int, device: torch.device,
+                     dtype: torch.dtype) -> tuple[Any, Any]:
+        """Pick features from a finite float64 matrix (M, N) and class codes (M,)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define _select_real")  # pragma: no cover

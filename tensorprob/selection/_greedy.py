@@ -6,7 +6,7 @@ incrementally: adding a feature costs the counts of that feature against all can
 
 Criterion protocol (see :class:`Criterion`):
 
-- ``start(data)``: receive the :class:`SelectionData`.
+- ``start(data)``: receive the :class:`tensorprob.counting.SelectionData`.
 - ``first_scores()``: scores of the first pick; default ``I(X_m; C)`` for every feature.
 - ``scores()``: the criterion of every feature given the current selection, shape (N,).
 - ``accept(j, score)``: called with the best candidate (and its score) before it is added;
@@ -22,72 +22,20 @@ costs one device-to-host transfer (the pick and its value); everything else stay
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import torch
 
 from .._config import progress_bar
-from ..counting import joint_table, table_information
-from ..counting._tables import _complete
-
-
-@dataclass
-class SelectionData:
-    """Coded data on the device, shared by the criteria.
-
-    Attributes
-    ----------
-    codes : (M, N) int64 tensor, -1 = missing
-    card : int — largest cardinality (tables are padded to it)
-    y : (M,) int64 class codes; n_classes : int
-    log_base : float — 1 for nats, log(2) for bits
-    """
-
-    codes: torch.Tensor
-    card: int
-    y: torch.Tensor
-    n_classes: int
-    dtype: torch.dtype = torch.float64
-    log_base: float = 1.0
-    _class_table: torch.Tensor | None = field(default=None, repr=False)
-    _relevance: torch.Tensor | None = field(default=None, repr=False)
-    _complete: bool | None = field(default=None, repr=False)
-
-    @property
-    def complete(self) -> bool:
-        """No missing (-1) entry in the codes or the class (checked once, not per step)."""
-        if self._complete is None:
-            self._complete = _complete(self.codes, self.y >= 0)
-        return self._complete
-
-    @property
-    def n_features(self) -> int:
-        return int(self.codes.shape[1])
-
-    @property
-    def class_table(self) -> torch.Tensor:
-        """Counts of (x_m, class) for every feature: (N, I, 1, C)."""
-        if self._class_table is None:
-            self._class_table = joint_table(self.codes, self.card, None, 1, self.y, self.n_classes, dtype=self.dtype,
-                                            complete=self.complete)
-        return self._class_table
-
-    @property
-    def relevance(self) -> torch.Tensor:
-        """``I(X_m; C)`` of every feature (in the chosen base)."""
-        if self._relevance is None:
-            self._relevance = table_information(self.class_table)["i_xb"] / self.log_base
-        return self._relevance
-
-    def pair_information(self, j: int) -> dict[str, torch.Tensor]:
-        """Plug-in quantities of every candidate x against (x_j, class): see ``table_information``."""
-        T = joint_table(self.codes, self.card, self.codes[:, j], self.card, self.y, self.n_classes, dtype=self.dtype,
-                        complete=self.complete)
-        return table_information(T, self.log_base)  # quantities computed when first read
+from ..counting import SelectionData
 
 
 class Criterion:
-    """Base criterion: scores by relevance; subclasses keep incremental state."""
+    """Base criterion: scores by relevance ``I(X_m; C)``; subclasses keep incremental state.
+
+    ``name`` labels the progress bar of the greedy driver.
+    """
+
+    name = "mim"
 
     def start(self, data: SelectionData) -> None:
         self.data = data
@@ -130,7 +78,29 @@ def lowest_argmax_device(scores: torch.Tensor, available: torch.Tensor) -> tuple
 
 
 def lowest_argmax(scores: torch.Tensor, available: torch.Tensor) -> int:
-    """Index of the maximum over ``available`` entries, ties (see :func:`tie_tolerance`) to the lowest index."""
+    """Index of the maximum over ``available`` entries, ties (see :func:`tie_tolerance`) to the lowest index.
+
+    The one tie rule of every greedy loop in tensorprob. NaN scores never win.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (N,), floating
+    available : torch.Tensor of shape (N,), bool
+        Entries that may be picked (at least one).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import torch
+    >>> from tensorprob.selection._greedy import lowest_argmax
+    >>> lowest_argmax(torch.tensor([0.5, 1.0, 1.0]), torch.tensor([True, True, True]))
+    1
+    >>> lowest_argmax(torch.tensor([0.5, 1.0, 1.0]), torch.tensor([True, False, True]))
+    2
+    """
     j, _ = lowest_argmax_device(scores, available)
     return int(j)
 
@@ -142,21 +112,31 @@ def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
     return int(jf), value
 
 
-def greedy_forward(criterion: Criterion, data: SelectionData, k: int, max_iterations: int | None = None):
+def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[list[int], list[float]]:
     """Run the greedy forward selection of ``k`` features.
+
+    Parameters
+    ----------
+    criterion : Criterion
+    data : tensorprob.counting.SelectionData
+    k : int
+        Number of features to select (at most ``data.n_features``).
 
     Returns
     -------
-    selected : list of int (in pick order); scores : list of float (criterion at each pick)
+    selected : list of int
+        Picks in order.
+    scores : list of float
+        Criterion value of each pick.
     """
     criterion.start(data)
     N = data.n_features
     available = torch.ones(N, dtype=torch.bool, device=data.codes.device)
     selected, scores = [], []
     first = True
-    limit = max_iterations if max_iterations is not None else 4 * N + 10
+    limit = 4 * N + 10  # a criterion that keeps refusing picks (restarts) cannot loop forever
     it = 0
-    bar = progress_bar(k, f"selecting ({getattr(criterion, 'method', None) or type(criterion).__name__})")
+    bar = progress_bar(k, f"selecting ({criterion.name})")
     while len(selected) < k and it < limit:
         it += 1
         s = criterion.first_scores() if first else criterion.scores()

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._config import progress_bar
 from .._device import make_generator, seed_from_random_state
@@ -23,7 +25,7 @@ from ..counting import unique_rows
 from ..cpd._fit import fit_batched
 from ..cpd._model import CPDModel
 from ..information._cpd import CPDInformation, stacked_information
-from ._base import BaseSelector
+from ._base import CodedSelector
 from ._greedy import lowest_argmax
 
 
@@ -238,10 +240,11 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
                         np.asarray(ses, dtype=np.float64), int(rank), model, rank_errors)
 
 
-class GSMCPD(BaseSelector):
-    """GSM-CPD feature selection (Amiridi, Kargas & Sidiropoulos, paper 000, Alg. 2).
+class GSMCPD(CodedSelector):
+    """GSM-CPD (greedy submodular maximization on a CPD model) feature selection.
 
-    Fits a nonnegative CPD (latent class) model of the joint PMF of the discretized features
+    Amiridi, Kargas & Sidiropoulos's Alg. 2. Fits a nonnegative CPD (canonical polyadic
+    decomposition) (latent class) model of the joint PMF of the discretized features
     and the label, then greedily maximizes ``g(S) = I(X_S; Z)`` (``target="latent"``, the
     paper's monotone submodular surrogate) or the model's ``I(X_S; Y)`` (``target="label"``).
 
@@ -254,8 +257,12 @@ class GSMCPD(BaseSelector):
         CPD rank; None chooses it among ``ranks`` by the CPD classifier's ``cv``-fold
         validation error (one batched fit).
     ranks : tuple of int, default=(5, 10, 15, 20, 30)
+        Candidate ranks when ``rank=None``.
     cv : int, default=5
+        Folds of the validation that chooses the rank when ``rank=None``.
     target : {"latent", "label"}, default="latent"
+        The information maximized: with the model's latent variable Z (the paper's
+        surrogate) or with the label Y.
     estimator : {"rao_blackwell", "mc", "exact"}, default="rao_blackwell"
         Monte-Carlo with the Rao-Blackwellized (lower variance) or the paper's plug-in form,
         or exact enumeration (small problems).
@@ -267,9 +274,15 @@ class GSMCPD(BaseSelector):
         The paper's large-data variant: refit the CPD of (X_{S+c}, Y) for every candidate c at
         every step (batched) and pick the best; costly.
     auto_tol : float, default=1e-3
-    n_restarts, n_iter_max, tol : CPD fitting options (see :func:`tensorprob.fit_cpd`)
-    discretizer, n_bins : how continuous features become codes (default 5 equal-width bins)
-    device, dtype, random_state
+    n_restarts, n_iter_max, tol : int, int, float, default=1, 200, 1e-6
+        CPD fitting options (see :func:`tensorprob.fit_cpd`).
+    discretizer, n_bins
+        How continuous features become codes (default 5 equal-width bins), as in
+        :class:`tensorprob.MIM`.
+    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+    dtype : str or torch.dtype, default=None
+    random_state : int, numpy Generator, torch.Generator or None, default=None
+        Seeds the CPD fits and the model samples.
 
     Attributes
     ----------
@@ -288,12 +301,49 @@ class GSMCPD(BaseSelector):
     feature_names_in_ : ndarray of str
         Only when X has column names.
 
+    See Also
+    --------
+    JMI, VMI : greedy selectors on plug-in and variational estimates.
+    tensorprob.fit_cpd : the CPD model alone.
+
     Notes
     -----
     Ties break to the lowest feature index.
+
+    References
+    ----------
+    .. [1] Amiridi, M., Kargas, N. and Sidiropoulos, N. D. Information-theoretic feature selection via
+       tensor decomposition and submodularity. IEEE Transactions on Signal Processing, 69 (2021).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorprob import GSMCPD
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 3, (300, 5)); y = (X[:, 1] > 0).astype(int)
+    >>> GSMCPD(k=1, rank=2, estimator="exact", random_state=0).fit(X, y).selected_.tolist()
+    [1]
     """
 
-    _allow_auto = True
+    method_name = "gsm_cpd"
+    method_aliases = ("gsm-cpd",)
+    # value checks of target, estimator and n_samples stay in gsm_cpd_fit (its messages)
+    _parameter_constraints: ClassVar[dict] = {
+        **CodedSelector._parameter_constraints,
+        "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"all", "auto"})],
+        "rank": [Interval(Integral, 1, None, closed="left"), None],
+        "ranks": ["array-like"],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "target": [str],
+        "estimator": [str],
+        "n_samples": [Integral],
+        "lazy": ["boolean"],
+        "remodel": ["boolean"],
+        "auto_tol": [Interval(Real, 0, None, closed="left")],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_max": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+    }
 
     def __init__(self, k: int | str = 10, *, rank: int | None = None, ranks: tuple = (5, 10, 15, 20, 30), cv: int = 5,
                  target: str = "latent", estimator: str = "rao_blackwell", n_samples: int = 5000, lazy: bool = False,

@@ -1,4 +1,6 @@
-"""HOFS: higher-order feature selection through incremental ICA (Wu, Gupta and Bajaj).
+"""HOFS: higher-order feature selection through incremental ICA (Wu, Gupta and Bajaj, "paper 002").
+
+ICA is independent component analysis.
 
 Criterion
 ---------
@@ -9,7 +11,9 @@ Forward search by eq. 25: with the selected features split into subsets (groups)
     I(X_g; y | x_i) = H(y | x_i) - H(y | X_g, x_i).
 
 ``I(x_i; y)`` is the plug-in estimate (natural log) on the features min-max scaled to
-[0, 1] and cut into bins ``bin_width`` wide (0.2: five bins, as the authors' R package).
+[0, 1] and cut into bins ``bin_width`` wide (0.2: five bins, as the authors' R package;
+the last bin is the narrower remainder when ``1 / bin_width`` is not an integer), from the
+contingency tables of :func:`tensorprob.counting.joint_table`.
 ``H(y | x_i) = H(x_i, y) - H(x_i)`` is, by default (``conditional="ica"``), estimated with
 the same incremental ICA as the other term (the ICA of ``(x_i, y)``), so that the
 difference of the two conditional entropies is "balanced" (section 4.5) and the estimator
@@ -19,7 +23,7 @@ conditional term carries ``-I^(x_i; y)`` plus the (larger) linear-model entropy,
 tree model of section 6.1 it picks the weakest features first and mixes the subsets. ``H(y | X_g, x_i)`` comes from the incremental ICA of eq. 24:
 the unmixing matrix of ``(X_g, x_i, y)`` is lower triangular and only its last row, the
 one of y, is learned (infomax likelihood with the logistic CDF, eq. 10-11; see
-:mod:`tensorprob.estimators._ica`), for every candidate i at once. With ``s_y`` the new
+:mod:`tensorprob.information._ica`), for every candidate i at once. With ``s_y`` the new
 source and ``W_yy`` its diagonal weight,
 
     H(y | X_g, x_i) = H(s_y) - log W_yy = h(r),  r = s_y / W_yy  (the innovation of y).
@@ -53,37 +57,19 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
-from sklearn.feature_selection import SelectorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._device import chunk_rows, make_generator, resolve_device, resolve_dtype
+from .._device import chunk_rows, make_generator
+from ..counting import joint_table, table_information
 from ..information._ica import fit_last_rows, spacing_entropy
-from ._continuous import validate_real_xy
+from ._base import RealSelector
+from ._greedy import lowest_argmax
 
 __all__ = ["HOFS", "hofs_select"]
-
-
-def _entropy_from_counts(counts: torch.Tensor, n: int) -> torch.Tensor:
-    p = counts / n
-    return -(torch.where(p > 0, p * torch.log(torch.where(p > 0, p, torch.ones_like(p))), torch.zeros_like(p))).sum(-1)
-
-
-def _plugin_terms(bins: torch.Tensor, y: torch.Tensor, n_bins: int, n_classes: int):
-    """I(x_i; y) and H(y | x_i) for every column of the bin codes (N, M)."""
-    N, M = bins.shape
-    dev = bins.device
-    offs = torch.arange(M, device=dev).unsqueeze(0)
-    cx = torch.bincount((offs * n_bins + bins).reshape(-1), minlength=M * n_bins).reshape(M, n_bins).to(torch.float64)
-    joint = (offs * (n_bins * n_classes) + bins * n_classes + y.unsqueeze(1)).reshape(-1)
-    cxy = torch.bincount(joint, minlength=M * n_bins * n_classes).reshape(M, n_bins * n_classes).to(torch.float64)
-    cy = torch.bincount(y, minlength=n_classes).to(torch.float64)
-    hx = _entropy_from_counts(cx, N)
-    hxy = _entropy_from_counts(cxy, N)
-    hy = _entropy_from_counts(cy.unsqueeze(0), N)[0]
-    return (hx + hy - hxy).clamp_min(0), hxy - hx, hy
 
 
 def hofs_select(
@@ -124,10 +110,15 @@ def hofs_select(
     rng = hi - lo
     constant = rng <= 0
     Xs = torch.where(constant, torch.zeros_like(X), (X - lo) / torch.where(constant, torch.ones_like(rng), rng))
+    # Bins ``bin_width`` wide on the scaled columns, the last one the narrower remainder when
+    # 1 / bin_width is not an integer. Not encoding.Discretizer: KBinsDiscretizer's edges
+    # (linspace in the raw units) round differently from this floor on values that lie on an
+    # edge, which changes relevance_ on data with repeated values (measured on wine).
     n_bins = max(1, math.ceil(1.0 / bin_width - 1e-12))
     bins = torch.clamp((Xs / bin_width).floor().long(), 0, n_bins - 1)
-    relevance, h_y_given_x, _ = _plugin_terms(bins, y, n_bins, n_classes)
-    relevance, h_y_given_x = relevance.to(dt), h_y_given_x.to(dt)
+    # plug-in terms from the table of (bin of x_i, class) of every feature (float64)
+    info = table_information(joint_table(bins, n_bins, None, 1, y, n_classes))
+    relevance, h_y_given_x = info.mi_x_b.to(dt), (info.h_xb - info.h_x).to(dt)
     # dithered label embedding in [0, 1) and centred data
     y_num = (y.to(dt) + dither * torch.rand(N, generator=generator, device=dev, dtype=dt)) / n_classes
     Xc = Xs - Xs.mean(0)
@@ -141,7 +132,6 @@ def hofs_select(
     subsets: list[list[int]] = []
     group_terms: list[torch.Tensor] = []  # (M,) cached I(X_g; y | x_i) per subset
     available = torch.ones(M, dtype=torch.bool, device=dev)
-    neg_inf = torch.tensor(-float("inf"), dtype=dt, device=dev)
 
     def h_lin(members: list[int], cand: torch.Tensor) -> torch.Tensor:
         """ICA estimate of H(y | X_members, x_i) for the candidates ``cand``."""
@@ -189,8 +179,7 @@ def hofs_select(
         eligible = available & ~constant
         if not bool(eligible.any()):
             eligible = available
-        masked = torch.where(eligible, score, neg_inf)
-        f = int(torch.argmax(masked))  # first maximum: ties go to the lowest index
+        f = lowest_argmax(score, eligible)  # the shared tie rule: the lowest index
         selected.append(f)
         scores.append(float(score[f]))
         available[f] = False
@@ -207,8 +196,8 @@ def hofs_select(
     return selected, scores, subsets, relevance
 
 
-class HOFS(SelectorMixin, BaseEstimator):
-    """Higher-order feature selection by incremental ICA (Wu, Gupta and Bajaj).
+class HOFS(RealSelector):
+    """HOFS (higher-order feature selection) by incremental ICA (independent component analysis).
 
     Parameters
     ----------
@@ -225,9 +214,10 @@ class HOFS(SelectorMixin, BaseEstimator):
         Newton iterations of the ICA rows.
     conditional : {"ica", "plugin"}, default="ica"
         Estimator of ``H(y | x_i)`` in eq. 24 (see Notes).
-    device : str or torch.device, default="auto"
-    dtype : str or torch.dtype, optional
-    random_state : int, Generator or None, default=None
+    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+    dtype : str or torch.dtype, default=None
+        Float dtype of the computations (None: float64 on CPU, float32 on CUDA).
+    random_state : int, numpy Generator, torch.Generator or None, default=None
         Seeds the label dither and the ICA starts.
 
     Attributes
@@ -242,14 +232,27 @@ class HOFS(SelectorMixin, BaseEstimator):
         Plug-in I(x_i; y) in nats.
     n_iter_ : int
         Number of forward-search steps (= k).
+    classes_ : ndarray
+        The class labels.
     n_features_in_ : int
-    feature_names_in_ : ndarray, when X has string column names.
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    See Also
+    --------
+    GMI : the other selector on real values.
+    JMI : pairwise plug-in criterion on discretized data.
 
     Notes
     -----
     See the module docstring of ``tensorprob.selection._hofs`` for the estimator of every
     term, the sign correction of eq. 24 and the handling of the discrete label. Ties break
     to the lowest feature index.
+
+    References
+    ----------
+    .. [1] Wu, J., Gupta, S. and Bajaj, C. Higher order mutual information approximation for feature
+       selection. arXiv preprint.
 
     Examples
     --------
@@ -260,20 +263,19 @@ class HOFS(SelectorMixin, BaseEstimator):
     (3,)
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "k": [Integral, str],
-        "bin_width": [Real],
-        "threshold": [Real],
-        "solver": [str],
-        "max_iter": [Integral],
-        "conditional": [str],
-        "device": [str, torch.device, None],
-        "dtype": [str, torch.dtype, None],
-        "random_state": ["random_state", torch.Generator],
+    method_name = "hofs"
+    _parameter_constraints: ClassVar[dict] = {
+        **RealSelector._parameter_constraints,
+        "bin_width": [Interval(Real, 0, 1, closed="right")],
+        "threshold": [Interval(Real, None, None, closed="neither")],
+        "solver": [StrOptions({"newton", "gradient"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "conditional": [StrOptions({"ica", "plugin"})],
     }
 
-    def __init__(self, k=10, *, bin_width=0.2, threshold=0.2, solver="newton", max_iter=50,
-                 conditional="ica", device="auto", dtype=None, random_state=None):
+    def __init__(self, k: int | str = 10, *, bin_width: float = 0.2, threshold: float = 0.2, solver: str = "newton",
+                 max_iter: int = 50, conditional: str = "ica", device: Any = "auto", dtype: Any = None,
+                 random_state: Any = None) -> None:
         self.k = k
         self.bin_width = bin_width
         self.threshold = threshold
@@ -284,37 +286,14 @@ class HOFS(SelectorMixin, BaseEstimator):
         self.dtype = dtype
         self.random_state = random_state
 
-    def fit(self, X, y):
-        """Select ``k`` features of ``X`` for the labels ``y``."""
-        X, codes, k = validate_real_xy(self, X, y, self.k)
-        if not (isinstance(self.bin_width, Real) and 0 < self.bin_width <= 1):
-            raise ValueError(f"bin_width must be a float in (0, 1], got {self.bin_width!r}")
-        if not isinstance(self.threshold, Real) or not np.isfinite(self.threshold):
-            raise ValueError(f"threshold must be a finite float, got {self.threshold!r}")
-        if self.solver not in ("newton", "gradient"):
-            raise ValueError(f"solver must be 'newton' or 'gradient', got {self.solver!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, Integral) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
-        if self.conditional not in ("ica", "plugin"):
-            raise ValueError(f"conditional must be 'ica' or 'plugin', got {self.conditional!r}")
-        dev = resolve_device(self.device)
-        dt = resolve_dtype(self.dtype, dev)
-        gen = make_generator(self.random_state, dev)
-        Xt = torch.tensor(X, dtype=dt, device=dev)
-        yt = torch.as_tensor(codes, device=dev)
+    def _select_real(self, X, y, n_classes, k, device, dtype):
+        gen = make_generator(self.random_state, device)
         sel, scores, subsets, rel = hofs_select(
-            Xt, yt, k, n_classes=len(self.classes_), generator=gen, bin_width=float(self.bin_width),
-            threshold=float(self.threshold), solver=self.solver, max_iter=int(self.max_iter),
-            conditional=self.conditional,
+            torch.tensor(X, dtype=dtype, device=device), torch.as_tensor(y, device=device), k, n_classes=n_classes,
+            generator=gen, bin_width=float(self.bin_width), threshold=float(self.threshold), solver=self.solver,
+            max_iter=int(self.max_iter), conditional=self.conditional,
         )
-        self.selected_ = np.asarray(sel, dtype=np.int64)
-        self.scores_ = np.asarray(scores, dtype=np.float64)
         self.subsets_ = [list(map(int, s)) for s in subsets]
         self.n_iter_ = len(sel)
         self.relevance_ = rel.detach().cpu().numpy().astype(np.float64)
-        return self
-
-    def _get_support_mask(self):
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.selected_] = True
-        return mask
+        return sel, scores

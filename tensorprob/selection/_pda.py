@@ -1,19 +1,33 @@
-"""FID / GMD / AMD families of paper 004 in the MI and VI frameworks, and VMI (paper 001)."""
+"""PDA and VMI: the FID / GMD / AMD families in the MI and VI frameworks, and VMI.
+
+PDA (probability distribution assumptions, Sun et al. 2020, "paper 004") writes the
+high-order mutual information under three assumptions on the joint distribution: FID (fully
+independent distributions), GMD (geometric mean distribution) and AMD (arithmetic mean
+distribution), each of orders (k1, k2). VMI (variational information maximization, Gao, Ver
+Steeg & Galstyan 2016, "paper 001") maximizes a variational lower bound of I(X_S; Y); PDA's
+VI framework generalizes its q-distribution.
+"""
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import torch
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._device import block_budget, chunk_ranges
-from ..counting import gather_conditional, joint_table
+from ..counting import SelectionData, gather_conditional, joint_table
 from ..information._variational import VariationalState
 from ._base import GreedySelector
-from ._classic import ClassicCriterion
-from ._greedy import Criterion, SelectionData
+from ._classic import cife_criterion, mifs_criterion, mim_criterion
+from ._greedy import Criterion
 
 _MI_ORDERS = ((0, 0), (1, 0), (1, 1), (2, 1))
-_FID_CLASSIC = {(0, 0): "mim", (1, 0): "mifs", (1, 1): "cife"}
+_FID_CLASSIC = {(0, 0): mim_criterion, (1, 0): mifs_criterion, (1, 1): cife_criterion}
+_SUN = ("Sun, Y., Wang, W., Kirley, M., Li, X. and Chan, J. (2020). Revisiting probability distribution "
+        "assumptions for information theoretic feature selection. AAAI 2020, 5908-5915.")
+_GAO = ("Gao, S., Ver Steeg, G. and Galstyan, A. (2016). Variational information maximization for feature "
+        "selection. NIPS 29, 487-495.")
 
 
 class SampleMeanCriterion(Criterion):
@@ -23,6 +37,8 @@ class SampleMeanCriterion(Criterion):
     ``p^(x_m | x_s, c)`` (k2 = 1) and of ``p^(x_m | x_s)`` (k1 = 1) or of ``p^(x_m | x_s, x_r)``
     over the pairs of S (k1 = 2), as probabilities (AMD) or log-probabilities (GMD).
     """
+
+    name = "pda"
 
     def __init__(self, mean: str, k1: int, k2: int) -> None:
         self.mean, self.k1, self.k2 = mean, k1, k2
@@ -50,7 +66,7 @@ class SampleMeanCriterion(Criterion):
     def update(self, j: int) -> None:
         d = self.data
         if self.k2 == 1 or self.k1 >= 1:
-            T = joint_table(d.codes, d.card, d.codes[:, j], d.card, d.y, d.n_classes, dtype=d.dtype,
+            T = joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
                             complete=d.complete)
             if self.k2 == 1:
                 p = gather_conditional(T, d.codes, d.codes[:, j], d.y, complete=d.complete)
@@ -61,7 +77,7 @@ class SampleMeanCriterion(Criterion):
                 self.den = self._accumulate(self.den, t)
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
-                T = joint_table(d.codes, d.card, d.codes[:, r], d.card, d.codes[:, j], d.card, dtype=d.dtype,
+                T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card, dtype=d.dtype,
                                 complete=d.complete)
                 t = self._term(gather_conditional(T, d.codes, d.codes[:, r], d.codes[:, j], complete=d.complete))
                 self.pairs = self._accumulate(self.pairs, t)
@@ -95,6 +111,8 @@ class VariationalCriterion(Criterion):
     ``I^(x_i; y)``); earlier picks stay selected but leave the bound.
     """
 
+    name = "vi"
+
     def __init__(self, q: str, restart_threshold: float = 0.01) -> None:
         self.q, self.restart_threshold = q, restart_threshold
 
@@ -105,10 +123,10 @@ class VariationalCriterion(Criterion):
         self.n_restarts = 0
 
     def first_scores(self) -> torch.Tensor:
-        return self.state.bounds()
+        return self.scores()
 
     def scores(self) -> torch.Tensor:
-        return self.state.bounds()
+        return self.state.bounds() / self.data.log_base  # the state works in nats
 
     def accept(self, j: int, score: float) -> bool:
         if self.state.chain and score - self.prev < self.restart_threshold:
@@ -124,40 +142,99 @@ class VariationalCriterion(Criterion):
         super().update(j)
 
 
+
+
+def _pda_criterion(distribution: str, framework: str, k1: int, k2: int, restart_threshold: float) -> Criterion:
+    """The criterion of PDA's (distribution, framework, k1, k2); checks the combinations."""
+    if framework == "vi":
+        if k1 not in (0, 1):
+            raise ValueError(f"PDA in the VI framework supports order k1 in (0, 1); got {k1!r}")
+        return VariationalCriterion("naive" if k1 == 0 else distribution, float(restart_threshold))
+    if (k1, k2) not in _MI_ORDERS:
+        raise ValueError(f"PDA in the MI framework supports (k1, k2) in {_MI_ORDERS}; got ({k1!r}, {k2!r})")
+    if distribution == "fid":
+        if (k1, k2) == (2, 1):
+            raise ValueError("FID^{2,1} is not defined by Sun et al. 2020 (FID covers (0,0), (1,0), (1,1): "
+                             "MIM, MIFS, CIFE); use distribution='gmd' (RMRMR) or 'amd'")
+        return _FID_CLASSIC[(k1, k2)]()
+    return SampleMeanCriterion("arithmetic" if distribution == "amd" else "geometric", k1, k2)
+
+
 class _PerSampleSelector(GreedySelector):
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False  # per-sample estimators need complete data
-        return tags
+    """Shared base of PDA and VMI: per-sample estimators, complete data, ``n_restarts_``."""
+
+    _parameter_constraints: ClassVar[dict] = {
+        **GreedySelector._parameter_constraints,
+        "distribution": [StrOptions({"fid", "gmd", "amd"})],
+        "framework": [StrOptions({"mi", "vi"})],
+        "k1": [Interval(Integral, 0, None, closed="left")],
+        "k2": [Interval(Integral, 0, None, closed="left")],
+        "q": [StrOptions({"naive", "pairwise"})],
+        "restart_threshold": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def _pda_args(self) -> tuple[str, str, int, int]:
+        """(distribution, framework, k1, k2) of the criterion."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _criterion(self) -> Criterion:
+        self._crit = _pda_criterion(*self._pda_args(), self.restart_threshold)
+        return self._crit
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
         if (codes < 0).any():
             raise ValueError(f"{type(self).__name__} needs complete data: X has missing values (NaN/None or "
                              "code -1); impute them or drop those rows")
-        return super()._select(codes, cards, y, n_classes, k, device, dtype)
+        out = super()._select(codes, cards, y, n_classes, k, device, dtype)
+        if isinstance(self._crit, VariationalCriterion):
+            self.n_restarts_ = self._crit.n_restarts
+        del self._crit
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False  # per-sample estimators need complete data
+        return tags
 
 
 class PDA(_PerSampleSelector):
-    """Feature selection under the FID, GMD or AMD distribution assumptions (Sun et al., AAAI 2020).
+    """PDA (probability distribution assumptions) feature selection under FID, GMD or AMD.
+
+    FID (fully independent distributions), GMD (geometric mean distribution) and AMD
+    (arithmetic mean distribution) of Sun et al. 2020, in the MI (mutual information) or VI
+    (variational information) framework.
 
     Parameters
     ----------
     k : int or "all", default=10
+        Number of features to select.
     distribution : {"fid", "gmd", "amd"}, default="amd"
     framework : {"mi", "vi"}, default="mi"
-    k1, k2 : int, default 1, 1
+    k1, k2 : int, default=1
         MI framework: orders of the conditional subsets, (k1, k2) in {(0,0), (1,0), (1,1),
         (2,1)} (FID: not (2,1), which the paper does not define). VI framework: the order of
         q is ``k1`` in {0, 1} (``k2`` is ignored).
     restart_threshold : float, default=0.01
-        VI framework: the chain restarts when the bound grows by less than this (nats).
+        VI framework: the chain restarts when the bound grows by less than this (in the
+        units of ``base``).
     discretizer, n_bins, base, device, dtype
         As in :class:`tensorprob.MIM`.
 
     Attributes
     ----------
-    selected_, scores_, n_features_in_, feature_names_in_
-    n_restarts_ : int (VI framework) — how often the chain was dropped
+    selected_ : ndarray of int
+        Selected features in pick order.
+    scores_ : ndarray of float
+        Criterion value of each pick.
+    n_restarts_ : int
+        VI framework only: how often the chain was dropped.
+    encoder_, classes_, n_features_in_, feature_names_in_
+        As in :class:`tensorprob.MIM`.
+
+    See Also
+    --------
+    VMI : the VI framework with naive or pairwise q.
+    MIM, MIFS, CIFE : FID^{0,0}, FID^{1,0}, FID^{1,1}.
 
     Notes
     -----
@@ -165,12 +242,29 @@ class PDA(_PerSampleSelector):
     AMD run as per-sample sample-mean estimators (eq. 15; GMD's closed forms are MIM, MRMR,
     JMI and RMRMR, which the tests confirm). A conditional probability whose conditioning
     event has probability below 1e-10 counts as 0. VI framework: see
-    :class:`VariationalCriterion`. Per-sample methods need complete data. Ties break to the
-    lowest index.
+    :class:`~tensorprob.selection._pda.VariationalCriterion`. Per-sample methods need
+    complete data. Ties break to the lowest index.
+
+    References
+    ----------
+    .. [1] {sun}
+    .. [2] {gao}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorprob import PDA
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    >>> PDA(k=2, distribution="amd").fit(X, y).selected_.tolist()
+    [4, 1]
     """
 
-    def __init__(self, k=10, *, distribution="amd", framework="mi", k1=1, k2=1, restart_threshold=0.01,
-                 discretizer="uniform", n_bins=5, base="e", device="auto", dtype=None):
+    method_name = "pda"
+
+    def __init__(self, k: int | str = 10, *, distribution: str = "amd", framework: str = "mi", k1: int = 1,
+                 k2: int = 1, restart_threshold: float = 0.01, discretizer: Any = "uniform", n_bins: int = 5,
+                 base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
         self.k = k
         self.distribution = distribution
         self.framework = framework
@@ -183,69 +277,63 @@ class PDA(_PerSampleSelector):
         self.device = device
         self.dtype = dtype
 
-    def _validate_extra(self) -> None:
-        if self.distribution not in ("fid", "gmd", "amd"):
-            raise ValueError(f"The 'distribution' parameter of PDA must be 'fid', 'gmd' or 'amd'; "
-                             f"got {self.distribution!r}")
-        if self.framework not in ("mi", "vi"):
-            raise ValueError(f"The 'framework' parameter of PDA must be 'mi' or 'vi'; got {self.framework!r}")
-        if self.framework == "mi":
-            if (self.k1, self.k2) not in _MI_ORDERS:
-                raise ValueError(f"PDA in the MI framework supports (k1, k2) in {_MI_ORDERS}; "
-                                 f"got ({self.k1!r}, {self.k2!r})")
-            if self.distribution == "fid" and (self.k1, self.k2) == (2, 1):
-                raise ValueError("FID^{2,1} is not defined by paper 004 (FID covers (0,0), (1,0), (1,1): "
-                                 "MIM, MIFS, CIFE); use distribution='gmd' (RMRMR) or 'amd'")
-        elif self.k1 not in (0, 1):
-            raise ValueError(f"PDA in the VI framework supports order k1 in (0, 1); got {self.k1!r}")
-        t = self.restart_threshold
-        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not t >= 0:
-            raise ValueError(f"The 'restart_threshold' parameter of PDA must be a real number >= 0; got {t!r}")
-
-    def _criterion(self) -> Criterion:
-        if self.framework == "vi":
-            q = "naive" if self.k1 == 0 else self.distribution
-            self._vi = VariationalCriterion(q, float(self.restart_threshold))
-            return self._vi
-        if self.distribution == "fid":
-            return ClassicCriterion(_FID_CLASSIC[(self.k1, self.k2)], beta=1.0)
-        return SampleMeanCriterion("arithmetic" if self.distribution == "amd" else "geometric", self.k1, self.k2)
-
-    def _select(self, codes, cards, y, n_classes, k, device, dtype):
-        out = super()._select(codes, cards, y, n_classes, k, device, dtype)
-        if self.framework == "vi":
-            self.n_restarts_ = self._vi.n_restarts
-        return out
+    def _pda_args(self) -> tuple[str, str, int, int]:
+        return self.distribution, self.framework, self.k1, self.k2
 
 
-class VMI(PDA):
-    """Variational information maximization (Gao, Ver Steeg & Galstyan, NIPS 2016).
+class VMI(_PerSampleSelector):
+    """VMI (variational information maximization) feature selection.
 
     Greedy maximization of the variational lower bound ``I(X_S; Y) >= H(Y) + E[log q(y|x_S)]``
     with q the naive (``q="naive"``) or pairwise (``q="pairwise"``, geometric mean of the
-    pairwise conditionals, = GMD^1 of paper 004) auto-regressive distribution, and the
+    pairwise conditionals, = GMD^1 of Sun et al. 2020) auto-regressive distribution, and the
     authors' restart rule (``restart_threshold``, 0.01 nats).
 
     Parameters
     ----------
     k : int or "all", default=10
+        Number of features to select.
     q : {"naive", "pairwise"}, default="pairwise"
     restart_threshold : float, default=0.01
+        The chain restarts when the bound grows by less than this (in the units of ``base``).
     discretizer, n_bins, base, device, dtype
         As in :class:`tensorprob.MIM`.
 
     Attributes
     ----------
     selected_ : ndarray of int
-    scores_ : ndarray
+        Selected features in pick order.
+    scores_ : ndarray of float
         The bound at each pick: lower bounds of ``I(X_S; Y)`` (nats unless ``base=2``) of the
         chain in force when the feature was added.
     n_restarts_ : int
-    n_features_in_, feature_names_in_
+        How often the chain was dropped.
+    encoder_, classes_, n_features_in_, feature_names_in_
+        As in :class:`tensorprob.MIM`.
+
+    See Also
+    --------
+    PDA : ``PDA(framework="vi")`` with the same bound and other q-distributions.
+
+    References
+    ----------
+    .. [1] {gao}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorprob import VMI
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    >>> VMI(k=2).fit(X, y).selected_.tolist()
+    [4, 1]
     """
 
-    def __init__(self, k=10, *, q="pairwise", restart_threshold=0.01, discretizer="uniform", n_bins=5, base="e",
-                 device="auto", dtype=None):
+    method_name = "vmi"
+
+    def __init__(self, k: int | str = 10, *, q: str = "pairwise", restart_threshold: float = 0.01,
+                 discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e", device: Any = "auto",
+                 dtype: Any = None) -> None:
         self.k = k
         self.q = q
         self.restart_threshold = restart_threshold
@@ -255,23 +343,10 @@ class VMI(PDA):
         self.device = device
         self.dtype = dtype
 
-    @property
-    def distribution(self) -> str:
-        return "gmd"
+    def _pda_args(self) -> tuple[str, str, int, int]:
+        order = 0 if self.q == "naive" else 1
+        return "gmd", "vi", order, order
 
-    @property
-    def framework(self) -> str:
-        return "vi"
 
-    @property
-    def k1(self) -> int:
-        return 0 if self.q == "naive" else 1
-
-    @property
-    def k2(self) -> int:
-        return self.k1
-
-    def _validate_extra(self) -> None:
-        if self.q not in ("naive", "pairwise"):
-            raise ValueError(f"The 'q' parameter of VMI must be 'naive' or 'pairwise'; got {self.q!r}")
-        super()._validate_extra()
+PDA.__doc__ = PDA.__doc__.replace("{sun}", _SUN).replace("{gao}", _GAO)
+VMI.__doc__ = VMI.__doc__.replace("{gao}", _GAO)

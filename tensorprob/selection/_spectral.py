@@ -1,15 +1,16 @@
-"""SPEC_CMI (Nguyen et al. 2014): spectral relaxation of the conditional-MI criterion (not greedy)."""
+"""SPEC_CMI (spectral conditional mutual information, Nguyen et al. 2014): not greedy."""
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import torch
 
-from ._base import BaseSelector
-from ._greedy import SelectionData
+from ._base import CodedSelector
 
 
-class SPECCMI(BaseSelector):
-    """SPEC_CMI feature selection.
+class SPECCMI(CodedSelector):
+    """SPEC_CMI (spectral relaxation of the conditional mutual information criterion) feature selection.
 
     ``Q[i, i] = I(X_i; C)``, ``Q[i, j] = (I(X_i; C | X_j) + I(X_j; C | X_i)) / 2``; the k
     features with the largest entries of the dominant eigenvector of Q (sign chosen so that
@@ -18,24 +19,49 @@ class SPECCMI(BaseSelector):
     Parameters
     ----------
     k : int or "all", default=10
+        Number of features to select.
     discretizer, n_bins, base, device, dtype
         As in :class:`tensorprob.MIM`.
 
     Attributes
     ----------
     selected_ : ndarray of int
-    scores_ : ndarray
+        Selected features, largest eigenvector entry first.
+    scores_ : ndarray of float
         The eigenvector entries of the selected features.
     Q_ : ndarray of shape (n_features, n_features)
-    n_features_in_, feature_names_in_
+        The matrix of the relaxed quadratic program.
+    encoder_, classes_, n_features_in_, feature_names_in_
+        As in :class:`tensorprob.MIM`.
+
+    See Also
+    --------
+    CMIM : the greedy criterion with the same conditional informations.
 
     Notes
     -----
     Q costs one (candidate, x_j, class) table per feature j: O(N) bincounts over M x N codes.
     Ties break to the lowest feature index.
+
+    References
+    ----------
+    .. [1] Nguyen, X. V., Chan, J., Romano, S. and Bailey, J. (2014). Effective global approaches for
+       mutual information based feature selection. KDD 2014, 512-521.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorprob import SPECCMI
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    >>> SPECCMI(k=2).fit(X, y).selected_.tolist()
+    [4, 1]
     """
 
-    def __init__(self, k=10, *, discretizer="uniform", n_bins=5, base="e", device="auto", dtype=None):
+    method_name = "spec_cmi"
+
+    def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e",
+                 device: Any = "auto", dtype: Any = None) -> None:
         self.k = k
         self.discretizer = discretizer
         self.n_bins = n_bins
@@ -44,16 +70,14 @@ class SPECCMI(BaseSelector):
         self.dtype = dtype
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
-        lb = self._log_base()
-        data = SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
-                             torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=lb)
+        data = self._selection_data(codes, cards, y, n_classes, device, dtype)
         N = data.n_features
         Q = torch.empty(N, N, dtype=dtype, device=device)
         for j in range(N):  # one table of all candidates against (x_j, class) per feature j
-            Q[:, j] = data.pair_information(j)["i_xb_a"]  # I(X_i; C | X_j)
+            Q[:, j] = data.pair_information(j).cmi_x_b_given_a  # I(X_i; C | X_j)
         Q = 0.5 * (Q + Q.T)
         Q.diagonal().copy_(data.relevance)
-        evals, evecs = torch.linalg.eigh(Q.to(torch.float64))
+        _, evecs = torch.linalg.eigh(Q.to(torch.float64))
         v = evecs[:, -1]
         if float(v.sum()) < 0:
             v = -v

@@ -1,0 +1,80 @@
+"""Coded data of a selection run, with the class table every criterion starts from."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ._tables import TableInformation, _complete, joint_table, table_information
+
+
+@dataclass
+class SelectionData:
+    """Coded data on the device, shared by the criteria of one selection run.
+
+    Parameters
+    ----------
+    codes : torch.Tensor of shape (M, N), int
+        Feature codes ``0 .. I_n - 1``; -1 marks a missing entry.
+    max_card : int
+        Largest cardinality of the features: every table is padded to it.
+    y : torch.Tensor of shape (M,), int64
+        Class codes ``0 .. n_classes - 1``.
+    n_classes : int
+    dtype : torch.dtype, default=torch.float64
+        Working dtype of the counts and per-sample quantities.
+    log_base : float, default=1.0
+        Divisor of the information quantities: 1 for nats, ``log 2`` for bits.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from tensorprob.counting import SelectionData
+    >>> x = torch.tensor([[0, 1], [1, 1], [0, 0], [1, 0]])
+    >>> d = SelectionData(x, 2, x[:, 0], 2)
+    >>> [round(v, 6) for v in d.relevance.tolist()]  # I(x_0; y) = log 2, I(x_1; y) = 0
+    [0.693147, 0.0]
+    """
+
+    codes: torch.Tensor
+    max_card: int
+    y: torch.Tensor
+    n_classes: int
+    dtype: torch.dtype = torch.float64
+    log_base: float = 1.0
+    _class_table: torch.Tensor | None = field(default=None, repr=False)
+    _relevance: torch.Tensor | None = field(default=None, repr=False)
+    _complete: bool | None = field(default=None, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """No missing (-1) entry in the codes or the class (checked once, not per step)."""
+        if self._complete is None:
+            self._complete = _complete(self.codes, self.y >= 0)
+        return self._complete
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns N."""
+        return int(self.codes.shape[1])
+
+    @property
+    def class_table(self) -> torch.Tensor:
+        """Counts of (x_m, class) for every feature: (N, max_card, 1, n_classes)."""
+        if self._class_table is None:
+            self._class_table = joint_table(self.codes, self.max_card, None, 1, self.y, self.n_classes,
+                                            dtype=self.dtype, complete=self.complete)
+        return self._class_table
+
+    @property
+    def relevance(self) -> torch.Tensor:
+        """``I(X_m; C)`` of every feature (divided by ``log_base``)."""
+        if self._relevance is None:
+            self._relevance = table_information(self.class_table).mi_x_b / self.log_base
+        return self._relevance
+
+    def pair_information(self, j: int) -> TableInformation:
+        """Plug-in quantities of every candidate x against (a = x_j, b = class), divided by ``log_base``."""
+        T = joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y, self.n_classes,
+                        dtype=self.dtype, complete=self.complete)
+        return table_information(T, self.log_base)  # quantities computed when first read
