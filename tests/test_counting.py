@@ -152,3 +152,24 @@ def test_both_histogram_paths_agree(weighted, dtype):
     assert b.dtype == dtype and b.shape == (53,)
     eps = torch.finfo(dtype).eps
     torch.testing.assert_close(b, a, rtol=64 * eps, atol=64 * eps * float(a.abs().max()))
+
+
+def test_tables_leave_int64_and_fortran_codes_untouched(dtype):
+    """joint_table / gather_conditional work on a copy: int64 and column-major codes come back unchanged."""
+    from tensorprob.counting import gather_conditional
+
+    rng = np.random.default_rng(0)
+    codes_np = np.asfortranarray(rng.integers(-1, 3, size=(50, 4)))
+    codes = torch.as_tensor(codes_np)
+    before = codes.clone()
+    y = torch.as_tensor(rng.integers(0, 2, size=50))
+    T = joint_table(codes, 3, None, 1, y, 2, dtype=dtype)
+    assert torch.equal(codes, before)
+    dense = np.zeros((4, 3, 2))
+    for n in range(4):
+        ok = codes_np[:, n] >= 0
+        np.add.at(dense[n], (codes_np[ok, n], y.numpy()[ok]), 1)
+    np.testing.assert_array_equal(T.reshape(4, 3, 2).numpy(), dense)
+    P = torch.rand(4, 3, 1, 2, dtype=dtype)
+    gather_conditional(P, codes, None, y)
+    assert torch.equal(codes, before)

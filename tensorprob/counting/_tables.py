@@ -88,7 +88,8 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     for s, e in blocks:
         c = codes[:, s:e]
         g = e - s
-        idx = c.to(itype).mul_(card_a * card_b).add_(ab[:, None])
+        # a fresh row-major copy: the in-place ops below must never touch the caller's codes
+        idx = c.to(itype, memory_format=torch.contiguous_format, copy=True).mul_(card_a * card_b).add_(ab[:, None])
         idx.add_((torch.arange(g, dtype=itype, device=dev) * per)[None, :])
         nbins = g * per
         if not complete:
@@ -287,7 +288,7 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     for s, e in chunk_ranges(n, M * max(4, width * P.element_size()), block_budget(dev)):
         c = codes[:, s:e]
         g = e - s
-        idx = c.to(itype).clamp_min_(0).mul_(stride).add_(off[:, None])
+        idx = c.to(itype, memory_format=torch.contiguous_format, copy=True).clamp_min_(0).mul_(stride).add_(off[:, None])
         idx.add_((torch.arange(s, s + g, dtype=itype, device=dev) * (I * stride))[None, :])
         vals = flat.index_select(0, idx.view(-1)).view(M, g, width)
         if not complete:
