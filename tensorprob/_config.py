@@ -15,7 +15,8 @@ _DEFAULTS: dict[str, Any] = {
     # Integer columns with at most this many distinct values are treated as codes; string /
     # categorical columns with more distinct values are rejected, as are alphabets above it.
     "max_categories": 64,
-    # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations.
+    # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations; tqdm is
+    # optional (the "progress" extra): without it the setting has no effect.
     "progress": False,
     # What device="auto" means: "auto" (CUDA when available, else the CPU), or a device.
     "device": "auto",
@@ -41,7 +42,8 @@ def get_config() -> dict[str, Any]:
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
         largest number of distinct values for which an integer column counts as codes),
         ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
-        silently off when tqdm is not installed), ``device`` (what ``device="auto"`` resolves
+        tqdm is an optional dependency, ``pip install "tensorprob[progress]"``, and without it
+        the setting is accepted and no bar is shown), ``device`` (what ``device="auto"`` resolves
         to: ``"auto"`` picks CUDA when available, or a fixed ``"cpu"`` / ``"cuda"`` /
         ``"cuda:N"``) and ``dtype`` (what ``dtype=None`` resolves to: ``None`` gives float64 on
         the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``).
@@ -123,11 +125,14 @@ class _NoBar:
 
 
 def progress_bar(total: int | None, desc: str) -> Any:
-    """A tqdm bar on stderr when the ``progress`` setting is on (and tqdm importable), else a no-op."""
+    """A tqdm bar on stderr when the ``progress`` setting is on, else a no-op.
+
+    tqdm is optional (the ``progress`` extra); when it is not installed the bar is a no-op too.
+    """
     if not _state()["progress"]:
         return _NoBar()
     try:
         from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional
+    except ImportError:  # tqdm is optional: the 'progress' extra
         return _NoBar()
     return tqdm(total=total, desc=desc, leave=False)
