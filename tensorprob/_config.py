@@ -56,11 +56,37 @@ _UNSET: Any = object()
 
 def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
                progress: bool | None = None, device: Any = None, dtype: Any = _UNSET) -> None:
-    """Set global configuration values (see :func:`get_config`).
+    """Set global (thread-local) configuration values; ``None`` leaves a value unchanged.
 
-    ``device`` and ``dtype`` set the defaults behind ``device="auto"`` and ``dtype=None``
-    everywhere (validated here, so a bad value fails at once); ``dtype=None`` restores the
-    per-device default.
+    Parameters
+    ----------
+    memory_budget : int, optional
+        Bytes one chunk of a chunked computation may allocate (at least 65536).
+    max_categories : int, optional
+        Largest alphabet of a categorical column, and the largest number of distinct values
+        for which an integer column counts as codes (at least 2).
+    progress : bool, optional
+        Show tqdm progress bars on stderr (needs the optional tqdm, the ``progress`` extra;
+        without it no bar is shown).
+    device : str or torch.device, optional
+        What ``device="auto"`` means from now on: ``"auto"`` (CUDA when available) or a fixed
+        device such as ``"cpu"`` or ``"cuda:0"``. Validated here, so a bad value fails at once.
+    dtype : {"float32", "float64"}, torch.dtype or None, optional
+        What ``dtype=None`` means from now on; ``None`` restores the per-device default
+        (float64 on the CPU, float32 on CUDA).
+
+    See Also
+    --------
+    get_config : The current values.
+    config_context : Change values for a ``with`` block only.
+
+    Examples
+    --------
+    >>> import tensorprob
+    >>> tensorprob.set_config(max_categories=32)
+    >>> tensorprob.get_config()["max_categories"]
+    32
+    >>> tensorprob.set_config(max_categories=64)
     """
     cfg = _state()
     if device is not None:
@@ -91,6 +117,12 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
 @contextmanager
 def config_context(**kwargs: Any) -> Iterator[None]:
     """Temporarily change configuration values inside a ``with`` block.
+
+    Parameters
+    ----------
+    **kwargs
+        Any keyword argument of :func:`set_config`; the previous values are restored when the
+        block ends, also on an exception.
 
     Examples
     --------
