@@ -6,8 +6,9 @@ Use :func:`config_context` to change a setting for a block of code and
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 _DEFAULTS: dict[str, Any] = {
     # Bytes that one chunk of a chunked computation may allocate (per large temporary).
@@ -149,7 +150,7 @@ class _NoBar:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "_NoBar":
+    def __enter__(self) -> _NoBar:
         return self
 
     def __exit__(self, *exc: Any) -> None:

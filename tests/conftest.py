@@ -32,6 +32,9 @@ import tensorprob as tp
 DEVICES = ("cpu", "cuda")
 # Whole modules that are slow: executing the notebooks (8-11 s each per lane).
 SLOW_MODULES = frozenset({"test_notebooks.py"})
+# Modules whose tests run in a subprocess that the lane cannot reach (the notebook kernels):
+# they run once, in the first selected lane, instead of once per lane.
+LANE_FREE_MODULES = frozenset({"test_notebooks.py"})
 # Single tests (module, function) that took 1-8 s per lane in `pytest --durations` on two cores;
 # they belong under @pytest.mark.slow in their files, and are marked here until they are.
 SLOW_TESTS = frozenset({
@@ -69,7 +72,10 @@ def _lanes(config):
 
 def pytest_generate_tests(metafunc):
     if "_lane" in metafunc.fixturenames:
-        metafunc.parametrize("_lane", _lanes(metafunc.config), indirect=True)
+        lanes = _lanes(metafunc.config)
+        if metafunc.definition.path.name in LANE_FREE_MODULES:
+            lanes = lanes[:1]
+        metafunc.parametrize("_lane", lanes, indirect=True)
 
 
 @pytest.fixture(autouse=True)
