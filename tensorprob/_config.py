@@ -6,8 +6,9 @@ Use :func:`config_context` to change a setting for a block of code and
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 _DEFAULTS: dict[str, Any] = {
     # Bytes that one chunk of a chunked computation may allocate (per large temporary).
@@ -15,7 +16,8 @@ _DEFAULTS: dict[str, Any] = {
     # Integer columns with at most this many distinct values are treated as codes; string /
     # categorical columns with more distinct values are rejected, as are alphabets above it.
     "max_categories": 64,
-    # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations.
+    # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations; tqdm is
+    # optional (the "progress" extra): without it the setting has no effect.
     "progress": False,
     # What device="auto" means: "auto" (CUDA when available, else the CPU), or a device.
     "device": "auto",
@@ -41,7 +43,8 @@ def get_config() -> dict[str, Any]:
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
         largest number of distinct values for which an integer column counts as codes),
         ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
-        silently off when tqdm is not installed), ``device`` (what ``device="auto"`` resolves
+        tqdm is an optional dependency, ``pip install "tensorprob[progress]"``, and without it
+        the setting is accepted and no bar is shown), ``device`` (what ``device="auto"`` resolves
         to: ``"auto"`` picks CUDA when available, or a fixed ``"cpu"`` / ``"cuda"`` /
         ``"cuda:N"``) and ``dtype`` (what ``dtype=None`` resolves to: ``None`` gives float64 on
         the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``).
@@ -54,11 +57,37 @@ _UNSET: Any = object()
 
 def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
                progress: bool | None = None, device: Any = None, dtype: Any = _UNSET) -> None:
-    """Set global configuration values (see :func:`get_config`).
+    """Set global (thread-local) configuration values; ``None`` leaves a value unchanged.
 
-    ``device`` and ``dtype`` set the defaults behind ``device="auto"`` and ``dtype=None``
-    everywhere (validated here, so a bad value fails at once); ``dtype=None`` restores the
-    per-device default.
+    Parameters
+    ----------
+    memory_budget : int, optional
+        Bytes one chunk of a chunked computation may allocate (at least 65536).
+    max_categories : int, optional
+        Largest alphabet of a categorical column, and the largest number of distinct values
+        for which an integer column counts as codes (at least 2).
+    progress : bool, optional
+        Show tqdm progress bars on stderr (needs the optional tqdm, the ``progress`` extra;
+        without it no bar is shown).
+    device : str or torch.device, optional
+        What ``device="auto"`` means from now on: ``"auto"`` (CUDA when available) or a fixed
+        device such as ``"cpu"`` or ``"cuda:0"``. Validated here, so a bad value fails at once.
+    dtype : {"float32", "float64"}, torch.dtype or None, optional
+        What ``dtype=None`` means from now on; ``None`` restores the per-device default
+        (float64 on the CPU, float32 on CUDA).
+
+    See Also
+    --------
+    get_config : The current values.
+    config_context : Change values for a ``with`` block only.
+
+    Examples
+    --------
+    >>> import tensorprob
+    >>> tensorprob.set_config(max_categories=32)
+    >>> tensorprob.get_config()["max_categories"]
+    32
+    >>> tensorprob.set_config(max_categories=64)
     """
     cfg = _state()
     if device is not None:
@@ -90,6 +119,12 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
 def config_context(**kwargs: Any) -> Iterator[None]:
     """Temporarily change configuration values inside a ``with`` block.
 
+    Parameters
+    ----------
+    **kwargs
+        Any keyword argument of :func:`set_config`; the previous values are restored when the
+        block ends, also on an exception.
+
     Examples
     --------
     >>> import tensorprob
@@ -115,7 +150,7 @@ class _NoBar:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "_NoBar":
+    def __enter__(self) -> _NoBar:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -123,11 +158,14 @@ class _NoBar:
 
 
 def progress_bar(total: int | None, desc: str) -> Any:
-    """A tqdm bar on stderr when the ``progress`` setting is on (and tqdm importable), else a no-op."""
+    """A tqdm bar on stderr when the ``progress`` setting is on, else a no-op.
+
+    tqdm is optional (the ``progress`` extra); when it is not installed the bar is a no-op too.
+    """
     if not _state()["progress"]:
         return _NoBar()
     try:
         from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional
+    except ImportError:  # tqdm is optional: the 'progress' extra
         return _NoBar()
     return tqdm(total=total, desc=desc, leave=False)
