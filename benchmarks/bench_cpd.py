@@ -21,8 +21,24 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (add_common_args, annotate, devices_or_exit, finish, git_state, guarded, have, is_cuda, machine,
-    markdown, out_path, pivot, sync, timed, warm_up, write_csv)
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    have,
+    is_cuda,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    sync,
+    timed,
+    warm_up,
+    write_csv,
+)
 
 import tensorprob as tp
 from tensorprob.cpd._fit import prepare_data
@@ -61,7 +77,7 @@ def cp_apr_fit(rows: np.ndarray, counts: np.ndarray, cards: np.ndarray, F: int, 
     """pyttb cp_apr on the sparse count tensor; returns (loglik per sample or nan, seconds, iterations, note)."""
     import pyttb
 
-    np.random.seed(seed)  # cp_apr's random start uses NumPy's global generator
+    np.random.seed(seed)  # noqa: NPY002 - cp_apr's random start uses NumPy's global generator
     X = pyttb.sptensor(rows.astype(np.int64), counts.astype(np.float64)[:, None], tuple(int(c) for c in cards))
     t0 = time.perf_counter()
     M, _, out = pyttb.cp_apr(X, F, maxiters=maxiters, printitn=0)

@@ -24,10 +24,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
-from _common import git_state, machine, markdown, write_csv  # noqa: E402
+import _common
+from _common import git_state, machine, markdown, write_csv
 
-import tensorprob as tp  # noqa: E402
+import tensorprob as tp
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DEV = "cuda"

@@ -17,8 +17,21 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (add_common_args, annotate, devices_or_exit, finish, git_state, guarded, machine, markdown,
-    out_path, pivot, timed, warm_up, write_csv)
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    timed,
+    warm_up,
+    write_csv,
+)
 
 import tensorprob as tp
 

@@ -29,8 +29,22 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (add_common_args, annotate, devices_or_exit, finish, git_state, guarded, machine, markdown,
-    out_path, pivot, sync, timed, warm_up, write_csv)
+from _common import (
+    add_common_args,
+    annotate,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    sync,
+    timed,
+    warm_up,
+    write_csv,
+)
 
 from tensorprob import GMI, HOFS
 from tensorprob.datasets import load_keel, load_mnist_subset

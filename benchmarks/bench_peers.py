@@ -38,8 +38,24 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (add_common_args, annotate, call_with_timeout, devices_or_exit, finish, git_state, guarded, have,
-    is_cuda, machine, markdown, out_path, pivot, timed, warm_up, write_csv)
+from _common import (
+    add_common_args,
+    annotate,
+    call_with_timeout,
+    devices_or_exit,
+    finish,
+    git_state,
+    guarded,
+    have,
+    is_cuda,
+    machine,
+    markdown,
+    out_path,
+    pivot,
+    timed,
+    warm_up,
+    write_csv,
+)
 
 import tensorprob as tp
 from tensorprob.evaluation import selection_agreement

@@ -25,14 +25,14 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Script, markdown  # noqa: E402
+from _common import Script, markdown
 
 SCRIPT = Script("amd_ranks", __doc__)  # caps the thread pools before NumPy / torch start them
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-import tensorprob as tp  # noqa: E402
-from tensorprob.evaluation import average_ranks, cv_protocol, significance_ranks  # noqa: E402
+import tensorprob as tp
+from tensorprob.evaluation import average_ranks, cv_protocol, significance_ranks
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings on some folds
 

@@ -29,16 +29,16 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Script, markdown  # noqa: E402
+from _common import Script, markdown
 
 SCRIPT = Script("vmi_table3", __doc__)  # caps the thread pools before NumPy / torch start them
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-import tensorprob as tp  # noqa: E402
-from tensorprob.encoding import to_numeric  # noqa: E402
-from tensorprob.evaluation import accuracy_curves, cv_protocol, make_classifier, summarize, win_tie_loss  # noqa: E402
+import tensorprob as tp
+from tensorprob.encoding import to_numeric
+from tensorprob.evaluation import accuracy_curves, cv_protocol, make_classifier, summarize, win_tie_loss
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings on some folds
 

@@ -3,14 +3,32 @@
 The public API is this module's namespace; modules with a leading underscore are private.
 Importing tensorprob never probes CUDA and never imports triton.
 """
+from . import datasets, evaluation, selection
 from ._config import config_context, get_config, set_config
-from . import datasets
 from .cpd import CPD, CPDModel, RankSelection, fit_cpd, fit_cpds, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
 from .information import Estimate
-from . import evaluation, selection
-from .selection import (CIFE, CMIM, DISR, GMI, GSMCPD, HOFS, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, PDA, RMRMR,
-                        SPECCMI, VMI, available_methods, select_features)
+from .selection import (
+                        CIFE,
+                        CMIM,
+                        DISR,
+                        GMI,
+                        GSMCPD,
+                        HOFS,
+                        ICAP,
+                        JMI,
+                        JMIM,
+                        MIFS,
+                        MIM,
+                        MRI,
+                        MRMR,
+                        PDA,
+                        RMRMR,
+                        SPECCMI,
+                        VMI,
+                        available_methods,
+                        select_features,
+)
 
 __version__ = "0.1.0"
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import math
 
-from typing import Union
-
 import numpy as np
 import torch
 
 from ._config import get_config
 
-DeviceLike = Union[str, torch.device, None]
-RandomStateLike = Union[None, int, np.integer, np.random.Generator, np.random.RandomState, torch.Generator]
+DeviceLike = str | torch.device | None
+RandomStateLike = None | int | np.integer | np.random.Generator | np.random.RandomState | torch.Generator
 
 
 def resolve_device(device: DeviceLike = "auto") -> torch.device:
@@ -57,7 +55,7 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
     return dev
 
 
-def resolve_dtype(dtype: Union[str, torch.dtype, None], device: torch.device) -> torch.dtype:
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
     """Default floating dtype for ``device`` (float64 on CPU, float32 on CUDA) unless given.
 
     ``dtype=None`` takes the configured default (:func:`tensorprob.set_config`) when one is set.

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["FRAGMENTS", "fill_doc"]
 

@@ -11,9 +11,8 @@ Choose lanes on the command line::
     pytest --device cuda            # the GPU lanes only
     pytest --device cpu --dtype float32
 
-The fast lane, ``pytest -m "not slow"``, leaves out the tests marked ``slow``: those marked in
-their files, every test of the modules in ``SLOW_MODULES`` and the tests named in
-``SLOW_TESTS`` (each took seconds on two cores; the default run keeps them all).
+The fast lane, ``pytest -m "not slow"``, leaves out the tests marked ``@pytest.mark.slow`` in
+their files (each takes seconds on two cores; the default run keeps them all).
 """
 from __future__ import annotations
 
@@ -30,20 +29,9 @@ if not torch.cuda.is_available():
 import tensorprob as tp
 
 DEVICES = ("cpu", "cuda")
-# Whole modules that are slow: executing the notebooks (8-11 s each per lane).
-SLOW_MODULES = frozenset({"test_notebooks.py"})
 # Modules whose tests run in a subprocess that the lane cannot reach (the notebook kernels):
 # they run once, in the first selected lane, instead of once per lane.
 LANE_FREE_MODULES = frozenset({"test_notebooks.py"})
-# Single tests (module, function) that took 1-8 s per lane in `pytest --durations` on two cores;
-# they belong under @pytest.mark.slow in their files, and are marked here until they are.
-SLOW_TESTS = frozenset({
-    ("test_cpd.py", "test_float32_tracks_float64_on_mnist"),
-    ("test_datasets.py", "test_mnist_subset_and_aliases"),
-    ("test_datasets.py", "test_planted_presets_and_shapes"),
-    ("test_gmi.py", "test_estimate_converges_to_closed_form_bound"),
-    ("test_counting.py", "test_both_histogram_paths_agree"),
-})
 DTYPES = ("float64", "float32")
 
 
@@ -52,14 +40,6 @@ def pytest_addoption(parser):
                      help="device lanes to run: all (cpu and cuda; cuda skipped without a GPU), cpu or cuda")
     parser.addoption("--dtype", action="store", default="all", choices=("all",) + DTYPES,
                      help="dtype lanes to run: all, float64 or float32")
-
-
-def pytest_collection_modifyitems(config, items):
-    slow = pytest.mark.slow
-    for item in items:
-        module = item.path.name
-        if module in SLOW_MODULES or (module, getattr(item, "originalname", item.name)) in SLOW_TESTS:
-            item.add_marker(slow)
 
 
 def _lanes(config):

@@ -139,6 +139,7 @@ def test_blocked_tables_and_lookups_with_missing_entries_and_weights_equal_plain
             assert abs(p[m, c] - want[y[m]]) < 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weighted", [False, True])
 def test_both_histogram_paths_agree(weighted, dtype):
     """The bincount path (CPU) and the atomic index_add path (CUDA: no host synchronization) agree."""

@@ -5,12 +5,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from _helpers import cuda, dense_pmf, entropy_of, tols
 from scipy.optimize import linear_sum_assignment
 
 import tensorprob as tp
 from tensorprob.datasets import make_latent_class
-
-from _helpers import cuda, dense_pmf, entropy_of, tols
 
 
 def small_model(seed=0, cards=(3, 2, 4, 3), rank=3):
@@ -154,6 +153,7 @@ def test_same_seed_same_model():
     assert np.array_equal(a.sample(100, random_state=1).cpu().numpy(), a.sample(100, random_state=1).cpu().numpy())
 
 
+@pytest.mark.slow
 def test_float32_tracks_float64_on_mnist():
     X, y = tp.datasets.load_mnist_subset()
     kw = dict(rank=20, y=y, random_state=0, n_iter_max=40, tol=0.0)
@@ -464,7 +464,7 @@ def test_init_kmeanspp_seeds_distinct_rows_and_is_a_stochastic_start():
     torch.testing.assert_close(torch.exp(log_lam).sum(1), torch.ones(2, dtype=torch.float64))
     # every variable block of every column is a distribution, smoothed away from 0
     A = torch.exp(log_A)
-    for n, (lo, hi) in enumerate(zip([0, 3, 7, 9], [3, 7, 9, 12])):
+    for _n, (lo, hi) in enumerate(zip([0, 3, 7, 9], [3, 7, 9, 12])):
         torch.testing.assert_close(A[lo:hi].sum(0), torch.ones(2, 3, dtype=torch.float64))
     assert bool((A > 0).all())
     # the seeds are data-driven and differ: distinct columns

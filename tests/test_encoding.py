@@ -147,7 +147,7 @@ def test_encoder_and_discretizer_are_sklearn_transformers():
         np.testing.assert_array_equal(est.fit_transform(X), codes)
         assert est.n_features_in_ == 2
         assert est.get_feature_names_out().tolist() == ["x0", "x1"]
-        with pytest.raises(ValueError, match="X has 1 features, but .* is expecting 2 features as input"):
+        with pytest.raises(ValueError, match=r"X has 1 features, but .* is expecting 2 features as input"):
             est.transform(X[:, :1])
     df = pd.DataFrame({"a": ["u", "v", "u"], "b": [0.1, 0.2, 0.3]})
     enc = tp.Encoder().fit(df)

@@ -1,4 +1,6 @@
 """Evaluation protocols: no leakage, shapes, statistics against hand-computed values."""
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +14,7 @@ from tensorprob.selection import BaseSelector
 class RecordingSelector(BaseSelector):
     """Picks features by variance rank and records the rows it was fitted on."""
 
-    seen: list = []
+    seen: ClassVar[list] = []
 
     def __init__(self, k=3, offset=0, discretizer="uniform", n_bins=5, device="auto", dtype=None):
         self.k, self.offset, self.discretizer, self.n_bins, self.device, self.dtype = k, offset, discretizer, n_bins, \

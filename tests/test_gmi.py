@@ -8,6 +8,7 @@ from tensorprob.datasets import gaussian_mixture_gmi_bound, make_gaussian_mixtur
 from tensorprob.information._mst import pairwise_gmi
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [2, 5, 10])
 def test_estimate_converges_to_closed_form_bound(m):
     truth = gaussian_mixture_gmi_bound(m, rho=0.8)

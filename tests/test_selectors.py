@@ -65,7 +65,7 @@ def test_spec_cmi_matches_plain_reference():
     for i in range(N):
         for j in range(N):
             Q[i, j] = I(X[:, i], y) if i == j else 0.5 * (CI(X[:, i], y, X[:, j]) + CI(X[:, j], y, X[:, i]))
-    w, v = np.linalg.eigh(Q)
+    _w, v = np.linalg.eigh(Q)
     vec = v[:, -1] * np.sign(v[:, -1].sum())
     order = np.argsort(-vec, kind="stable")
     got = tp.select_features(X, y, 4, method="spec_cmi")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -70,7 +70,7 @@ class CPD(BaseEstimator):
     {'rank': 2}
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: ClassVar[dict] = {
         "rank": [Interval(Integral, 1, None, closed="left")],
         "n_restarts": [Interval(Integral, 1, None, closed="left")],
         "n_iter_max": [Interval(Integral, 0, None, closed="left")],
@@ -103,7 +103,7 @@ class CPD(BaseEstimator):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> "CPD":
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> CPD:
         """Fit the model to ``X`` (and the labels ``y``, modelled as one more variable).
 
         Parameters

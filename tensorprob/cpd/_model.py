@@ -4,7 +4,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -110,7 +111,7 @@ class CPDModel:
     def from_log_params(cls, log_weights: torch.Tensor, log_factors: Sequence[torch.Tensor], *,
                         variable_names: Sequence[str] | None = None, target: int | None = None,
                         classes: np.ndarray | None = None, encoder: Any = None, n_iter: int = 0,
-                        loglik_history: np.ndarray | None = None, converged: bool = False) -> "CPDModel":
+                        loglik_history: np.ndarray | None = None, converged: bool = False) -> CPDModel:
         """A model from log parameters, kept as they are (the canonical representation).
 
         Parameters
@@ -234,7 +235,7 @@ class CPDModel:
                 f"dtype={self.dtype}, target={self.target})")
 
     @staticmethod
-    def stack(models: Sequence["CPDModel"]) -> tuple[torch.Tensor, torch.Tensor]:
+    def stack(models: Sequence[CPDModel]) -> tuple[torch.Tensor, torch.Tensor]:
         """Padded log parameters of G models over the same variables, for batched work.
 
         Parameters
@@ -287,7 +288,7 @@ class CPDModel:
                 log_f[g, v, : A.shape[0], m.rank:] = 0.0
         return log_w, log_f
 
-    def marginal(self, variables: Sequence[int]) -> "CPDModel":
+    def marginal(self, variables: Sequence[int]) -> CPDModel:
         """The model of the variables ``variables`` alone (the others summed out): a subset of factors.
 
         Parameters
@@ -309,7 +310,7 @@ class CPDModel:
                 "encoder": self.encoder_, "n_iter": self.n_iter_, "loglik_history": self.loglik_history_,
                 "converged": self.converged_}
 
-    def to(self, device: Any = None, dtype: Any = None) -> "CPDModel":
+    def to(self, device: Any = None, dtype: Any = None) -> CPDModel:
         """A copy on another device and/or dtype (history and metadata kept).
 
         Parameters
@@ -348,7 +349,7 @@ class CPDModel:
             return CPTensor((self.weights.clone(), [A.clone() for A in self.factors]))
 
     @classmethod
-    def from_tensorly(cls, cp: Any, **kwargs: Any) -> "CPDModel":
+    def from_tensorly(cls, cp: Any, **kwargs: Any) -> CPDModel:
         """Build a model from a nonnegative ``CPTensor`` (or ``(weights, factors)``).
 
         Columns are rescaled to sum to one with the scale moved into the weights, and the
@@ -675,7 +676,7 @@ class CPDModel:
         torch.save(state, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: Any = None) -> "CPDModel":
+    def load(cls, path: str | os.PathLike, device: Any = None) -> CPDModel:
         """Load a model written by :meth:`save`, onto ``device`` (default: the CPU).
 
         Raises
@@ -685,7 +686,7 @@ class CPDModel:
         """
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - torch raises several unrelated types on junk
+        except Exception as exc:
             raise ValueError(f"{os.fspath(path)!r} is not a saved tensorprob CPDModel ({exc})") from exc
         if not isinstance(state, dict) or state.get("format") != "tensorprob.CPDModel/2":
             raise ValueError(f"{os.fspath(path)!r} is not a saved tensorprob CPDModel")

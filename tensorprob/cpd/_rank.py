@@ -1,8 +1,9 @@
 """Rank selection by the CPD classifier's cross-validated error (paper 000, section V)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -1,8 +1,9 @@
 """Input preparation of the CPD fits: codes, cardinalities, names and labels, validated once."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -169,8 +169,8 @@ def _finish(X: Any, y: np.ndarray, meta: dict, *, name: str, source: str, as_fra
         if as_frame:
             X = pd.DataFrame(X, columns=meta["feature_names"])
     classes = np.unique(y)
-    meta = {"name": name, "source": source, "n_samples": int(len(y)), "n_features": int(len(categorical)),
-            "n_classes": int(len(classes)), "class_names": meta.pop("class_names", [str(c) for c in classes]),
+    meta = {"name": name, "source": source, "n_samples": len(y), "n_features": len(categorical),
+            "n_classes": len(classes), "class_names": meta.pop("class_names", [str(c) for c in classes]),
             "categorical": categorical, "paper_names": _PAPER_NAMES.get(name, []), **meta}
     return Dataset(X, y, meta)
 

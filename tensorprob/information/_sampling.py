@@ -7,7 +7,7 @@ data generators of :mod:`tensorprob.datasets` all draw through :func:`draw_codes
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -37,7 +37,7 @@ def draw_codes(probs: torch.Tensor, z: torch.Tensor, gen: torch.Generator | None
     otherwise pick a leading value of mass 0), and the index is capped at the last value of
     positive mass (never the padding).
     """
-    G, V, I, F = probs.shape
+    G, V, I, _F = probs.shape
     T = z.shape[1]
     cdf = torch.cumsum(probs.to(torch.float64), 2)  # (G, V, I, F)
     last = (cdf < cdf[:, :, -1:, :]).sum(2)  # (G, V, F): first index reaching the column total

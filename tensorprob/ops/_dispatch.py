@@ -17,7 +17,7 @@ def kernel_mode() -> str:
     return mode
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def triton_available() -> bool:
     """True when triton and the kernels package import (checked once, never at tensorprob import)."""
     try:

@@ -61,7 +61,7 @@ def greedy_information(info: CPDInformation, candidates: list[int], k: int | Non
     bar = progress_bar(k, "selecting (GSM-CPD)")
     while rest.numel() and (k is None or len(selected) < k):
         if not lazy or not selected:
-            vals, ses = info.evaluate(rest)
+            vals, _ses = info.evaluate(rest)
             gains = vals.double().cpu() - current
             bounds = gains.clone()
             # the one tie rule of the package: lowest index among (dtype-aware) ties
