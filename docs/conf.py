@@ -21,6 +21,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -184,16 +185,23 @@ def copy_notebooks() -> None:
         shutil.copy2(nb, out / nb.name)
 
 
-def _skip_namedtuple_fields(app, what, name, obj, skip, options):
-    """Leave out the "Alias for field number N" properties of named tuples: the class docstring
-    documents the fields."""
+_SKLEARN_GENERATED = re.compile(r"^set_\w+_request$")
+
+
+def _skip_generated_members(app, what, name, obj, skip, options):
+    """Leave out members whose text is generated elsewhere: the "Alias for field number N"
+    properties of named tuples (the class docstring documents the fields) and scikit-learn's
+    metadata-routing ``set_*_request`` methods (documented by scikit-learn, whose glossary
+    their docstrings link to)."""
     if not callable(obj) and (getattr(obj, "__doc__", None) or "").startswith("Alias for field number"):
+        return True
+    if _SKLEARN_GENERATED.match(name):
         return True
     return None
 
 
 def setup(app):
-    app.connect("autodoc-skip-member", _skip_namedtuple_fields)
+    app.connect("autodoc-skip-member", _skip_generated_members)
 
 
 def write_reproduction_summary() -> None:
