@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from tensorprob._cli import main
+import tensorprob as tp
+from tensorprob._cli import _load, main
 
 
 def test_fit_cpd_report(capsys, device):
@@ -24,8 +25,20 @@ def test_select_prints_ordered_features(capsys, tmp_path):
 
 
 def test_evaluate_summary(capsys):
+    """The printed table is the library protocol's summary for the same configuration."""
     assert main(["evaluate", "wine", "--methods", "mim,jmi", "--ks", "2,4", "--repeats", "2"]) == 0
-    assert "mean_error" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert header[-3:] == ["mean_error", "std_error", "select_seconds"]
+    printed = {ln.split()[-5]: float(ln.split()[-3]) for ln in lines[1:]}  # method -> mean_error
+
+    X, y, _, _ = _load("wine", None)
+    res = tp.evaluation.holdout_protocol({"mim": tp.MIM(k=4), "jmi": tp.JMI(k=4)}, X, y, ks=[2, 4], n_repeats=2,
+                                         classifier="1nn", random_state=0, progress=False)
+    expected = tp.evaluation.summarize(res).set_index("method")["mean_error"]
+    assert set(printed) == {"mim", "jmi"}
+    for method, value in printed.items():
+        assert value == pytest.approx(expected[method], abs=5e-7)  # printed with 6 decimals
 
 
 @pytest.mark.parametrize("argv, message", [
