@@ -232,7 +232,7 @@ class CPD(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_variables)
-            int64 codes, the label's code last when the model has one.
+            Codes (int64), the label's code last when the model has one.
         """
         check_is_fitted(self, "model_")
         return to_numpy(self.model_.sample(n_samples, random_state=random_state))
