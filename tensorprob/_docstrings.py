@@ -17,6 +17,7 @@ device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
 """
 from __future__ import annotations
 
+import inspect
 import re
 import textwrap
 from collections.abc import Callable
@@ -93,11 +94,18 @@ callback : callable, optional
     Called as ``callback(iteration, mean_logliks)`` after every EM iteration, with the
     ndarray of the mean training log-likelihood of every (model, restart) of the batch.""",
     "cpd_references": """\
+References
+----------
 .. [1] A. Yeredor and M. Haardt, "Maximum likelihood estimation of a low-rank probability
    mass tensor from partial observations", IEEE Signal Processing Letters, 2019.
 .. [2] M. Amiridi, N. Kargas and N. D. Sidiropoulos, "Information-theoretic feature selection
    via tensor decomposition and submodularity", IEEE Trans. Signal Processing, 2021.""",
 }
+
+# groups of the above that fit_cpd, fit_cpds and CPD document side by side
+FRAGMENTS["cpd_em"] = "\n".join(FRAGMENTS[k] for k in ("n_restarts", "n_iter_max", "tol", "alpha"))
+FRAGMENTS["cpd_encoding"] = "\n".join(FRAGMENTS[k] for k in ("cardinalities", "discretizer", "n_bins"))
+FRAGMENTS["cpd_fit_tail"] = "\n".join(FRAGMENTS[k] for k in ("init", "cpd_random_state", "cpd_encoding", "cpd_callback"))
 
 _SLOT = re.compile(r"^(?P<indent>[ \t]*)%\((?P<name>\w+)\)s[ \t]*$", re.MULTILINE)
 
@@ -108,7 +116,8 @@ def fill_doc(obj: T | None = None, /, **extra: str) -> T | Callable[[T], T]:
     Parameters
     ----------
     obj : function or class, optional
-        The object whose ``__doc__`` is filled (``@fill_doc`` without parentheses).
+        The object whose ``__doc__`` is filled (``@fill_doc`` without parentheses). A class's
+        own methods (static and class methods included) are filled too.
     **extra : str
         Fragments local to the caller, looked up before :data:`FRAGMENTS`.
 
@@ -124,12 +133,14 @@ def fill_doc(obj: T | None = None, /, **extra: str) -> T | Callable[[T], T]:
     """
     fragments = {**FRAGMENTS, **extra}
 
+    def replace(m: re.Match) -> str:
+        return textwrap.indent(fragments[m["name"]], m["indent"])
+
     def fill(target: T) -> T:
-        doc = target.__doc__
-        if doc:
-            def replace(m: re.Match) -> str:
-                return textwrap.indent(fragments[m["name"]], m["indent"])
-            target.__doc__ = _SLOT.sub(replace, doc)
+        members = [getattr(v, "__func__", v) for v in vars(target).values()] if isinstance(target, type) else []
+        for item in [target, *(f for f in members if inspect.isfunction(f))]:
+            if item.__doc__:
+                item.__doc__ = _SLOT.sub(replace, item.__doc__)
         return target
 
     return fill if obj is None else fill(obj)

@@ -15,12 +15,14 @@ from .._docstrings import fill_doc
 from ._fit import fit_cpd
 
 _X_CODES = """\
+Parameters
+----------
 X : array-like of shape (n_samples, n_features)
     Integer codes (``-1`` = missing) or raw data, which the fitted ``encoder_`` of the model
     encodes when ``fit`` encoded its data."""
 
 
-@fill_doc
+@fill_doc(X_codes=_X_CODES)
 class CPD(BaseEstimator):
     """Nonnegative canonical polyadic decomposition (CPD) model of a joint PMF, as a scikit-learn estimator.
 
@@ -32,14 +34,9 @@ class CPD(BaseEstimator):
     ----------
     rank : int, default=20
         Number of components F.
-    %(n_restarts)s
-    %(n_iter_max)s
-    %(tol)s
-    %(alpha)s
+    %(cpd_em)s
     %(init)s
-    %(cardinalities)s
-    %(discretizer)s
-    %(n_bins)s
+    %(cpd_encoding)s
     %(device)s
     %(dtype)s
     %(cpd_random_state)s
@@ -104,7 +101,6 @@ class CPD(BaseEstimator):
         self.dtype = dtype
         self.random_state = random_state
 
-    @fill_doc
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> CPD:
         """Fit the model to ``X`` (and the labels ``y``, modelled as one more variable).
@@ -142,12 +138,9 @@ class CPD(BaseEstimator):
             X = np.column_stack([X, np.where(known, codes, -1)])
         return X
 
-    @fill_doc(X_codes=_X_CODES)
     def score_samples(self, X: Any, y: Any = None) -> np.ndarray:
         """Log-likelihood (nats) of every row (with its label, when the model has one and ``y`` is given).
 
-        Parameters
-        ----------
         %(X_codes)s
         y : array-like of shape (n_samples,), optional
             Labels of the rows (a label unseen in ``fit`` counts as missing); without ``y`` a
@@ -163,12 +156,9 @@ class CPD(BaseEstimator):
         variables = None if X.shape[1] == m.n_variables else [n for n in range(m.n_variables) if n != m.target]
         return to_numpy(m.log_prob(X, variables)).astype(np.float64)
 
-    @fill_doc(X_codes=_X_CODES)
     def score(self, X: Any, y: Any = None) -> float:
         """Mean log-likelihood per row (nats), the quantity EM maximizes; higher is better.
 
-        Parameters
-        ----------
         %(X_codes)s
         y : array-like of shape (n_samples,), optional
             Labels of the rows, as in :meth:`score_samples`.
@@ -180,12 +170,9 @@ class CPD(BaseEstimator):
         """
         return float(np.mean(self.score_samples(X, y)))
 
-    @fill_doc(X_codes=_X_CODES)
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``P(y | x)`` of every row (models fitted with a label).
 
-        Parameters
-        ----------
         %(X_codes)s
 
         Returns
@@ -203,12 +190,9 @@ class CPD(BaseEstimator):
             raise AttributeError("predict_proba needs a model fitted with labels: call fit(X, y)")
         return to_numpy(self.model_.predict_proba(self._rows(X)))
 
-    @fill_doc(X_codes=_X_CODES)
     def predict(self, X: Any) -> np.ndarray:
         """Predict the most probable label of every row (ties to the first class).
 
-        Parameters
-        ----------
         %(X_codes)s
 
         Returns
@@ -219,14 +203,13 @@ class CPD(BaseEstimator):
         proba = self.predict_proba(X)
         return self.model_.classes[proba.argmax(1)]
 
-    @fill_doc(X_codes=_X_CODES)
     def sample(self, n_samples: int = 1, random_state: RandomStateLike = None) -> np.ndarray:
         """Draw rows of codes from the fitted model.
 
         Parameters
         ----------
         n_samples : int, default=1
-            Number of rows drawn.
+            Number of rows drawn from the fitted model.
         %(random_state)s
 
         Returns

@@ -78,18 +78,10 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
     %(cpd_y)s
     %(device)s
     %(dtype)s
-    %(n_restarts)s
-    %(n_iter_max)s
-    %(tol)s
-    %(alpha)s
+    %(cpd_em)s
     sample_weight : array-like of shape (n_samples,), optional
         Nonnegative row weights (default all 1).
-    %(init)s
-    %(cpd_random_state)s
-    %(cardinalities)s
-    %(discretizer)s
-    %(n_bins)s
-    %(cpd_callback)s
+    %(cpd_fit_tail)s
 
     Returns
     -------
@@ -110,8 +102,6 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
     CPD : The scikit-learn estimator around this function.
     CPDModel : The returned model.
 
-    References
-    ----------
     %(cpd_references)s
 
     Examples
@@ -151,19 +141,11 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
     %(cpd_y)s
     %(device)s
     %(dtype)s
-    %(n_restarts)s
-    %(n_iter_max)s
-    %(tol)s
-    %(alpha)s
+    %(cpd_em)s
     sample_weight : array-like of shape (n_samples,) or (n_samples, K), optional
         Nonnegative weights; K columns fit K models per rank (one per weight set, e.g. the
         training folds of a cross-validation).
-    %(init)s
-    %(cpd_random_state)s
-    %(cardinalities)s
-    %(discretizer)s
-    %(n_bins)s
-    %(cpd_callback)s
+    %(cpd_fit_tail)s
 
     Returns
     -------

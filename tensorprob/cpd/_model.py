@@ -30,13 +30,13 @@ loglik_history : ndarray, optional
 converged : bool, default=False
     Fit diagnostic ``converged_``: whether the fit met its tolerance."""
 
-_VARIABLES = """\
+_CODES = """\
+Parameters
+----------
+X : array-like or tensor of int codes, shape (M, N) or (M, len(variables))
+    One row per sample; ``-1`` marks a missing entry, which is marginalised exactly.
 variables : sequence of int, optional
     Indices of the variables the columns of ``X`` hold (default all, in order)."""
-
-_CODES = """\
-X : array-like or tensor of int codes, shape (M, N) or (M, len(variables))
-    One row per sample; ``-1`` marks a missing entry, which is marginalised exactly."""
 
 _MC = """\
 n_samples : int, default=10000
@@ -46,7 +46,16 @@ random_state : int, numpy.random.Generator, torch.Generator or None, default=Non
 samples : int tensor of shape (T, N), optional
     Samples to use instead of drawing ``n_samples`` (common random numbers across calls)."""
 
-_FRAGMENTS = {"model_meta": _MODEL_META, "variables": _VARIABLES, "codes": _CODES, "mc": _MC}
+# the fragments below that start a Parameters section hold its header too
+_PREDICT = """\
+Parameters
+----------
+X : array-like or tensor of int codes
+    All N columns (the target's column is ignored) or N - 1 (it is absent).
+target : int, optional
+    Index of the predicted variable; defaults to the label variable."""
+
+_FRAGMENTS = {"predict": _PREDICT, "model_meta": _MODEL_META, "codes": _CODES, "mc": _MC}
 
 
 @fill_doc(**_FRAGMENTS)
@@ -98,8 +107,6 @@ class CPDModel:
     Methods take integer codes (``-1`` marks a missing entry, marginalised exactly) as lists,
     NumPy arrays or torch tensors and return torch tensors on the model's device.
 
-    References
-    ----------
     %(cpd_references)s
 
     Examples
@@ -132,7 +139,6 @@ class CPDModel:
         self._probs = (weights, factors)  # the given probabilities are the cache: no exp(log) round trip
 
     @classmethod
-    @fill_doc(**_FRAGMENTS)
     def from_log_params(cls, log_weights: torch.Tensor, log_factors: Sequence[torch.Tensor], *,
                         variable_names: Sequence[str] | None = None, target: int | None = None,
                         classes: np.ndarray | None = None, encoder: Any = None, n_iter: int = 0,
@@ -508,14 +514,10 @@ class CPDModel:
             out += torch.where((x >= 0)[:, None], g, torch.zeros_like(g))
         return out
 
-    @fill_doc(**_FRAGMENTS)
     def log_prob(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
         """Log-probability (nats) of every row, marginal over ``variables`` (default all).
 
-        Parameters
-        ----------
         %(codes)s
-        %(variables)s
 
         Returns
         -------
@@ -532,14 +534,10 @@ class CPDModel:
         codes, var = self._codes(X, variables)
         return torch.logsumexp(self._latent_log_joint(codes, var), dim=1)
 
-    @fill_doc(**_FRAGMENTS)
     def posterior(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
         """Posterior ``P(Z = f | x)`` of the latent class of every row.
 
-        Parameters
-        ----------
         %(codes)s
-        %(variables)s
 
         Returns
         -------
@@ -552,12 +550,7 @@ class CPDModel:
     def predict_proba(self, X: Any, target: int | None = None) -> torch.Tensor:
         """``P(X_target | x_rest)`` (the CPD classifier): tensor of shape (M, I_target).
 
-        Parameters
-        ----------
-        X : array-like or tensor of int codes
-            All N columns (the target's column is ignored) or N - 1 (it is absent).
-        target : int, optional
-            Defaults to the label variable.
+        %(predict)s
 
         Returns
         -------
@@ -576,12 +569,7 @@ class CPDModel:
     def predict(self, X: Any, target: int | None = None) -> torch.Tensor:
         """Predict the most probable code of ``target`` given the rest (ties to the lowest code).
 
-        Parameters
-        ----------
-        X : array-like or tensor of int codes
-            All N columns (the target's column is ignored) or N - 1 (it is absent).
-        target : int, optional
-            Defaults to the label variable.
+        %(predict)s
 
         Returns
         -------
@@ -590,7 +578,6 @@ class CPDModel:
         """
         return torch.argmax(self.predict_proba(X, target), dim=1)
 
-    @fill_doc(**_FRAGMENTS)
     def sample(self, n_samples: int, random_state: RandomStateLike = None, return_latent: bool = False):
         """Draw ``n_samples`` rows of codes (and the latent classes if asked).
 
@@ -631,7 +618,6 @@ class CPDModel:
         """
         return float(self._core().h_given_z[0, self._check_variables(variables)].sum())
 
-    @fill_doc(**_FRAGMENTS)
     def entropy(self, variables: Sequence[int] | None = None, method: str = "exact", n_samples: int = 10000,
                 random_state: RandomStateLike = None, samples: torch.Tensor | None = None) -> Estimate:
         """Joint entropy ``H(X_S)`` in nats.
@@ -676,7 +662,6 @@ class CPDModel:
                              f"got {n_samples}")
         return self.sample(int(n_samples), random_state)
 
-    @fill_doc(**_FRAGMENTS)
     def mutual_information(self, variables: Sequence[int], target: str | int = "latent", method: str = "exact",
                            estimator: str = "rao_blackwell", n_samples: int = 10000,
                            random_state: RandomStateLike = None, samples: torch.Tensor | None = None) -> Estimate:
@@ -711,8 +696,8 @@ class CPDModel:
         --------
         >>> import torch
         >>> from tensorprob import CPDModel
-        >>> m = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64),
-        ...              [torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)] * 2)
+        >>> A = torch.eye(2, dtype=torch.float64)  # each variable is a copy of Z
+        >>> m = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64), [A, A])
         >>> round(m.mutual_information([0]).value, 6), round(m.mutual_information([0], target=1).value, 6)
         (0.693147, 0.693147)
         """

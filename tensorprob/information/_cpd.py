@@ -89,10 +89,6 @@ def mean_se(terms: torch.Tensor, dim: int = 0) -> tuple[torch.Tensor, torch.Tens
     return t.mean(dim), se
 
 
-_T = """\
-t : int
-    Index of the variable."""
-
 _SAMPLES = """\
 samples : int64 tensor of shape (G, T, V)
     T samples of every model (codes of all V variables), e.g. from :meth:`sample`."""
@@ -115,7 +111,7 @@ _CANDIDATES = """\
 candidates : int64 tensor of shape (C,) or None
     Candidate variables c, each evaluated as ``S + c``; None evaluates S itself (C = 1)."""
 
-_FRAGMENTS = {"t": _T, "samples": _SAMPLES, "kind": _KIND, "target": _TARGET, "hz": _HZ, "candidates": _CANDIDATES}
+_FRAGMENTS = {"samples": _SAMPLES, "kind": _KIND, "target": _TARGET, "hz": _HZ, "candidates": _CANDIDATES}
 
 
 @fill_doc(**_FRAGMENTS)
@@ -158,13 +154,13 @@ class LatentClassBatch:
         self._marginals: dict[int, torch.Tensor] = {}
 
     # -- closed forms ------------------------------------------------------------------------
-    @fill_doc(**_FRAGMENTS)
     def marginal(self, t: int) -> torch.Tensor:
         """Marginal ``P(X_t = i)`` of every model (cached).
 
         Parameters
         ----------
-        %(t)s
+        t : int
+            Index of the variable.
 
         Returns
         -------
@@ -175,13 +171,13 @@ class LatentClassBatch:
             self._marginals[t] = torch.einsum("gif,gf->gi", torch.exp(self.log_f[:, t]), torch.exp(self.log_w))
         return self._marginals[t]
 
-    @fill_doc(**_FRAGMENTS)
     def h_marginal(self, t: int) -> torch.Tensor:
         """Entropy ``H(X_t)`` of every model (nats).
 
         Parameters
         ----------
-        %(t)s
+        t : int
+            Index of the variable; its alphabet's padding has probability 0.
 
         Returns
         -------
@@ -212,7 +208,6 @@ class LatentClassBatch:
         return draw_codes(torch.exp(self.log_f), z, gen), z
 
     # -- Monte-Carlo ---------------------------------------------------------------------------
-    @fill_doc(**_FRAGMENTS)
     def gather(self, samples: torch.Tensor, variables: torch.Tensor) -> torch.Tensor:
         """Gather the log factor rows ``log A_v[x_v^(t), :]`` of the samples' codes.
 
@@ -231,7 +226,6 @@ class LatentClassBatch:
         g = torch.arange(self.G, device=idx.device)[:, None, None]
         return self.log_flat[g, idx]
 
-    @fill_doc(**_FRAGMENTS)
     def running(self, samples: torch.Tensor, variables: Sequence[int]) -> torch.Tensor:
         """Running log joint ``log P(Z = f, x_S^(t))`` of every sample, for S = ``variables``.
 
@@ -251,7 +245,6 @@ class LatentClassBatch:
             L = L + self.gather(samples, torch.tensor([v], device=samples.device))[:, :, 0]
         return L
 
-    @fill_doc(**_FRAGMENTS)
     def mc_terms(self, L: torch.Tensor, *, kind: str, target: int | None = None,
                  samples: torch.Tensor | None = None) -> torch.Tensor:
         """Per-sample Monte-Carlo terms, whose mean plus :meth:`mc_constant` is the estimate.
@@ -290,7 +283,6 @@ class LatentClassBatch:
         post = torch.exp(L - lse[..., None])
         return _xlogx_sum(torch.einsum("gtcf,gif->gtci", post, torch.exp(self.log_f[:, target])), -1)
 
-    @fill_doc(**_FRAGMENTS)
     def mc_constant(self, *, kind: str, target: int | None, hz: torch.Tensor) -> torch.Tensor:
         """The constant that :meth:`mc_terms` leaves out of the estimate.
 
@@ -313,7 +305,6 @@ class LatentClassBatch:
             return torch.zeros_like(hz)
         return self.h_marginal(target)[:, None].expand_as(hz)
 
-    @fill_doc(**_FRAGMENTS)
     def mc_estimate(self, base: torch.Tensor, samples: torch.Tensor, candidates: torch.Tensor | None, *, kind: str,
                     target: int | None, hz: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Monte-Carlo estimates of every model and candidate, with their standard errors.
@@ -399,7 +390,6 @@ class LatentClassBatch:
         """
         return int(self.cards[v])
 
-    @fill_doc(**_FRAGMENTS)
     def exact(self, table: torch.Tensor, candidates: torch.Tensor | None, *, kind: str, target: int | None,
               hz: torch.Tensor, max_states: int | None = None) -> torch.Tensor:
         """Exact values by enumeration of S's joint table, extended by each candidate.
