@@ -122,12 +122,6 @@ if os.environ.get("TENSORPROB_DOCS_OFFLINE", "1") == "1":
 
 nitpicky = False
 
-# datasets.make_heterogeneous writes |N(0, 1)| unquoted, which reST reads as a substitution;
-# defined here until that docstring quotes it (``|N(0, 1)|``).
-rst_prolog = r"""
-.. |N(0, 1)| replace:: \|N(0, 1)\|
-"""
-
 # -- build-time generation ----------------------------------------------------------------------
 
 

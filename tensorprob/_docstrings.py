@@ -17,6 +17,7 @@ device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
 """
 from __future__ import annotations
 
+import inspect
 import re
 import textwrap
 from collections.abc import Callable
@@ -49,7 +50,62 @@ y : array-like of shape (n_samples,)
     "progress": """\
 progress : bool, default=True
     Show a progress bar (needs the optional ``tqdm``; see :func:`tensorprob.set_config`).""",
+    # -- CPD fitting (fit_cpd, fit_cpds, CPD, select_rank) --------------------------------------
+    "cpd_y": """\
+y : array-like of shape (n_samples,), optional
+    Class labels, modelled as one more variable (the last), as in GSM-CPD.""",
+    "n_restarts": """\
+n_restarts : int, default=1
+    Starts per model (run together in the batch); the one with the best final training
+    log-likelihood is kept.""",
+    "n_iter_max": """\
+n_iter_max : int, default=500
+    Largest number of expectation-maximization (EM) iterations (M-steps) per model.""",
+    "tol": """\
+tol : float, default=1e-6
+    EM stops when the relative change of the mean training log-likelihood falls to ``tol``.""",
+    "alpha": """\
+alpha : float, default=0.0
+    Dirichlet smoothing pseudo-count of the factor updates (0 = maximum likelihood). Positive
+    values keep every value at a positive probability, which held-out scoring needs when a
+    value is rare.""",
+    "init": """\
+init : {"kmeans++", "random"}, default="kmeans++"
+    k-means++ seeding on the one-hot rows (Hamming distance) followed by one M-step, or
+    factor columns uniform on the simplex. k-means++ usually starts closer to a good
+    optimum; neither reaches the best optimum every time: use ``n_restarts`` (batched, cheap).""",
+    "cpd_random_state": """\
+random_state : int, numpy.random.Generator, torch.Generator or None, default=None
+    Seed of the starts; restart ``j`` of every model uses the same stream, so a model's fit
+    does not depend on which other models share the batch. ``None`` draws fresh entropy.""",
+    "cardinalities": """\
+cardinalities : sequence of int, optional
+    Alphabet size of each column when ``X`` is integer codes (default ``max + 1`` per column).""",
+    "discretizer": """\
+discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
+    How :func:`tensorprob.encode` turns continuous columns of non-code input into codes (a
+    :class:`tensorprob.encoding.Discretizer` strategy or a transformer such as scikit-learn's
+    ``KBinsDiscretizer``).""",
+    "n_bins": """\
+n_bins : int, default=5
+    Number of bins of each discretized float column of non-code input.""",
+    "cpd_callback": """\
+callback : callable, optional
+    Called as ``callback(iteration, mean_logliks)`` after every EM iteration, with the
+    ndarray of the mean training log-likelihood of every (model, restart) of the batch.""",
+    "cpd_references": """\
+References
+----------
+.. [1] A. Yeredor and M. Haardt, "Maximum likelihood estimation of a low-rank probability
+   mass tensor from partial observations", IEEE Signal Processing Letters, 2019.
+.. [2] M. Amiridi, N. Kargas and N. D. Sidiropoulos, "Information-theoretic feature selection
+   via tensor decomposition and submodularity", IEEE Trans. Signal Processing, 2021.""",
 }
+
+# groups of the above that fit_cpd, fit_cpds and CPD document side by side
+FRAGMENTS["cpd_em"] = "\n".join(FRAGMENTS[k] for k in ("n_restarts", "n_iter_max", "tol", "alpha"))
+FRAGMENTS["cpd_encoding"] = "\n".join(FRAGMENTS[k] for k in ("cardinalities", "discretizer", "n_bins"))
+FRAGMENTS["cpd_fit_tail"] = "\n".join(FRAGMENTS[k] for k in ("init", "cpd_random_state", "cpd_encoding", "cpd_callback"))
 
 _SLOT = re.compile(r"^(?P<indent>[ \t]*)%\((?P<name>\w+)\)s[ \t]*$", re.MULTILINE)
 
@@ -60,7 +116,8 @@ def fill_doc(obj: T | None = None, /, **extra: str) -> T | Callable[[T], T]:
     Parameters
     ----------
     obj : function or class, optional
-        The object whose ``__doc__`` is filled (``@fill_doc`` without parentheses).
+        The object whose ``__doc__`` is filled (``@fill_doc`` without parentheses). A class's
+        own methods (static and class methods included) are filled too.
     **extra : str
         Fragments local to the caller, looked up before :data:`FRAGMENTS`.
 
@@ -76,12 +133,14 @@ def fill_doc(obj: T | None = None, /, **extra: str) -> T | Callable[[T], T]:
     """
     fragments = {**FRAGMENTS, **extra}
 
+    def replace(m: re.Match) -> str:
+        return textwrap.indent(fragments[m["name"]], m["indent"])
+
     def fill(target: T) -> T:
-        doc = target.__doc__
-        if doc:
-            def replace(m: re.Match) -> str:
-                return textwrap.indent(fragments[m["name"]], m["indent"])
-            target.__doc__ = _SLOT.sub(replace, doc)
+        members = [getattr(v, "__func__", v) for v in vars(target).values()] if isinstance(target, type) else []
+        for item in [target, *(f for f in members if inspect.isfunction(f))]:
+            if item.__doc__:
+                item.__doc__ = _SLOT.sub(replace, item.__doc__)
         return target
 
     return fill if obj is None else fill(obj)

@@ -17,7 +17,18 @@ from .._device import chunk_rows
 
 
 def offsets_of(cardinalities: torch.Tensor) -> torch.Tensor:
-    """Start column of each variable in the flat (variable, value) index."""
+    """Start column of each variable in the flat (variable, value) index.
+
+    Parameters
+    ----------
+    cardinalities : int tensor of shape (N,)
+        Alphabet size of each variable.
+
+    Returns
+    -------
+    int64 tensor of shape (N,)
+        ``offset[n] = sum_{k < n} cardinalities[k]``.
+    """
     card = cardinalities.to(torch.int64)
     return torch.cumsum(card, 0) - card
 
@@ -28,17 +39,18 @@ def unique_rows(codes: torch.Tensor, weights: torch.Tensor | None = None
 
     Parameters
     ----------
-    codes : (M, N) integer tensor
-    weights : (M,) or (M, B) tensor, optional
+    codes : int tensor of shape (M, N)
+        Rows of codes (``-1`` = missing is a value like any other here).
+    weights : tensor of shape (M,) or (M, B), optional
         Per-row weights (B weight vectors at once); default one per row.
 
     Returns
     -------
-    rows : (M', N) tensor
+    rows : tensor of shape (M', N)
         The distinct rows, sorted.
-    merged : (M', B) tensor (or (M',) if ``weights`` was 1-D or None)
+    merged : tensor of shape (M', B), or (M',) if ``weights`` was 1-D or None
         Summed weights of each distinct row.
-    inverse : (M,) int64 tensor
+    inverse : int64 tensor of shape (M,)
         Index of each original row in ``rows``.
     """
     rows, inverse = torch.unique(codes, dim=0, return_inverse=True)
@@ -55,22 +67,34 @@ def unique_rows(codes: torch.Tensor, weights: torch.Tensor | None = None
 class Incidence:
     """Row-chunked incidence matrix of coded data, in CSR form for both S and S^T.
 
-    Attributes
+    Built by :meth:`build`; the fields are the constructor's parameters.
+
+    Parameters
     ----------
     chunks : list of (start, stop, S_chunk, S_chunk_T)
         Row ranges with their CSR blocks (``S[start:stop]`` and its transpose).
-    flat : (M, N) int64 tensor
+    flat : int64 tensor of shape (M, N)
         ``offset[n] + x_mn``, or -1 where missing.
     """
 
     chunks: list
     flat: torch.Tensor
-    _flat_t: dict = field(default_factory=dict, repr=False)
+    _flat_t: dict = field(default_factory=dict, init=False, repr=False)
 
     def flat_t(self, start: int, stop: int) -> torch.Tensor:
-        """Rows ``start:stop`` of :attr:`flat` as variable-major int32 (N, rows), built once per range.
+        """Rows ``start:stop`` of :attr:`flat` as variable-major int32, built once per range.
 
         The layout the gather kernel of :func:`tensorprob.ops.incidence_matmul` reads.
+
+        Parameters
+        ----------
+        start, stop : int
+            The row range (a chunk's bounds).
+
+        Returns
+        -------
+        int32 tensor of shape (N, stop - start)
+            ``flat[start:stop].T``, contiguous.
         """
         key = (start, stop)
         if key not in self._flat_t:
@@ -80,11 +104,26 @@ class Incidence:
     @classmethod
     def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
               bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> Incidence:
-        """Build S for ``codes`` (-1 = missing), chunked so a chunk's dense work fits the budget.
+        """Build S for ``codes``, chunked so a chunk's dense work fits the memory budget.
 
-        ``bytes_per_row`` is the size of the dense temporaries one row creates in the caller
-        (for the EM: a few B x F float arrays); it sets the chunk length. S holds ``dtype``
-        values and S^T ``dtype_t`` values (default ``dtype``).
+        Parameters
+        ----------
+        codes : int tensor of shape (M, N)
+            Codes of the rows; -1 marks a missing entry (no 1 in its row of S).
+        cardinalities : int tensor of shape (N,)
+            Alphabet size of each variable (D = their sum columns).
+        dtype : torch.dtype
+            Value type of S.
+        bytes_per_row : int, optional
+            Size of the dense temporaries one row creates in the caller (for the EM: a few
+            B x F float arrays); it sets the chunk length. None: one chunk.
+        dtype_t : torch.dtype, optional
+            Value type of S^T (default ``dtype``).
+
+        Returns
+        -------
+        Incidence
+            The chunks and the flat indices.
         """
         device = codes.device
         M = codes.shape[0]

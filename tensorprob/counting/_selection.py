@@ -21,6 +21,7 @@ class SelectionData:
     y : torch.Tensor of shape (M,), int64
         Class codes ``0 .. n_classes - 1``.
     n_classes : int
+        Number of classes (the alphabet of ``y``).
     dtype : torch.dtype, default=torch.float64
         Working dtype of the counts and per-sample quantities.
     log_base : float, default=1.0
@@ -42,9 +43,9 @@ class SelectionData:
     n_classes: int
     dtype: torch.dtype = torch.float64
     log_base: float = 1.0
-    _class_table: torch.Tensor | None = field(default=None, repr=False)
-    _relevance: torch.Tensor | None = field(default=None, repr=False)
-    _complete: bool | None = field(default=None, repr=False)
+    _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
+    _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
+    _complete: bool | None = field(default=None, init=False, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -74,7 +75,19 @@ class SelectionData:
         return self._relevance
 
     def pair_information(self, j: int) -> TableInformation:
-        """Plug-in quantities of every candidate x against (a = x_j, b = class), divided by ``log_base``."""
+        """Plug-in quantities of every candidate x against (a = x_j, b = class), divided by ``log_base``.
+
+        Parameters
+        ----------
+        j : int
+            Index of the feature playing ``a`` (e.g. the last selected one).
+
+        Returns
+        -------
+        TableInformation
+            The quantities of the (x, x_j, class) tables of all N candidates, each computed
+            when first read.
+        """
         T = joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y, self.n_classes,
                         dtype=self.dtype, complete=self.complete)
         return table_information(T, self.log_base)  # quantities computed when first read

@@ -48,13 +48,22 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
 
     Parameters
     ----------
-    codes : (M, n_cands) integer tensor, -1 = missing
+    codes : int tensor of shape (M, n_cands)
+        The candidate columns; -1 marks a missing entry.
     card : int
         Largest cardinality of the candidate columns.
-    a, b : (M,) integer tensors or None
-        The other columns (a selected feature, the class, ...); None counts as constant 0.
-    weights : (M,) tensor, optional
+    a : int tensor of shape (M,), optional
+        First other column (a selected feature, ...); None counts as constant 0.
+    card_a : int, default=1
+        Alphabet size of ``a``.
+    b : int tensor of shape (M,), optional
+        Second other column (the class, ...); None counts as constant 0.
+    card_b : int, default=1
+        Alphabet size of ``b``.
+    weights : tensor of shape (M,), optional
         Row weights (default 1).
+    dtype : torch.dtype, default=torch.float64
+        Value type of the counts.
     complete : bool, optional
         The caller knows that no entry of ``codes``, ``a`` or ``b`` is missing (or that some
         are: False). None checks, which costs two device-to-host transfers on a GPU; callers
@@ -62,7 +71,8 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
 
     Returns
     -------
-    torch.Tensor of shape (n_cands, card, card_a, card_b), ``dtype``
+    torch.Tensor of shape (n_cands, card, card_a, card_b)
+        Counts (or summed weights) of every (x_c, a, b), in ``dtype``.
 
     Notes
     -----
@@ -112,7 +122,8 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
 
     Returns
     -------
-    torch.Tensor of shape (n,), float64
+    torch.Tensor of shape (n,)
+        The entropy of each table (float64; 0 for an empty table).
     """
     keep = {0, *dims}
     other = tuple(d for d in range(1, counts.ndim) if d not in keep)
@@ -122,6 +133,30 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     tot = c.sum(1, keepdim=True)
     p = c / tot.clamp_min(tiny)
     return -(p * torch.log(p.clamp_min(tiny))).sum(1)
+
+
+_NAMES = {1: "x", 2: "a", 3: "b"}
+
+
+def _entropy(*dims: int) -> cached_property:
+    """A cached property: the joint entropy over ``dims`` of every table."""
+    def h(self: TableInformation) -> torch.Tensor:
+        return self._h(*dims)
+    h.__doc__ = f"Joint entropy of ({', '.join(_NAMES[d] for d in dims)}), shape (n,)."
+    return cached_property(h)
+
+
+def _information(what: str, plus: tuple[str, ...], minus: tuple[str, ...]) -> cached_property:
+    """A cached property: the entropies ``plus`` summed, ``minus`` subtracted, in order, clamped at 0."""
+    def info(self: TableInformation) -> torch.Tensor:
+        v = getattr(self, plus[0])
+        for name in plus[1:]:
+            v = v + getattr(self, name)
+        for name in minus:
+            v = v - getattr(self, name)
+        return self._nonneg(v)
+    info.__doc__ = f"``{what}``, shape (n,)."
+    return cached_property(info)
 
 
 class TableInformation:
@@ -151,7 +186,7 @@ class TableInformation:
 
     See Also
     --------
-    table_information : the function that builds it.
+    table_information : The function that builds it.
 
     Examples
     --------
@@ -174,56 +209,21 @@ class TableInformation:
         return v.clamp_min(0.0)
 
     # entropies (dims: 1 = x, 2 = a, 3 = b)
-    @cached_property
-    def h_x(self) -> torch.Tensor:
-        return self._h(1)
-
-    @cached_property
-    def h_a(self) -> torch.Tensor:
-        return self._h(2)
-
-    @cached_property
-    def h_b(self) -> torch.Tensor:
-        return self._h(3)
-
-    @cached_property
-    def h_xa(self) -> torch.Tensor:
-        return self._h(1, 2)
-
-    @cached_property
-    def h_xb(self) -> torch.Tensor:
-        return self._h(1, 3)
-
-    @cached_property
-    def h_ab(self) -> torch.Tensor:
-        return self._h(2, 3)
-
-    @cached_property
-    def h_xab(self) -> torch.Tensor:
-        return self._h(1, 2, 3)
+    h_x = _entropy(1)
+    h_a = _entropy(2)
+    h_b = _entropy(3)
+    h_xa = _entropy(1, 2)
+    h_xb = _entropy(1, 3)
+    h_ab = _entropy(2, 3)
+    h_xab = _entropy(1, 2, 3)
 
     # informations, as sums of the entropies above (the order of the terms is kept fixed:
     # it decides the last bit, and selections compare these values)
-    @cached_property
-    def mi_x_a(self) -> torch.Tensor:
-        return self._nonneg(self.h_x + self.h_a - self.h_xa)
-
-    @cached_property
-    def mi_x_b(self) -> torch.Tensor:
-        return self._nonneg(self.h_x + self.h_b - self.h_xb)
-
-    @cached_property
-    def cmi_x_a_given_b(self) -> torch.Tensor:
-        return self._nonneg(self.h_xb + self.h_ab - self.h_xab - self.h_b)
-
-    @cached_property
-    def cmi_x_b_given_a(self) -> torch.Tensor:
-        return self._nonneg(self.h_xa + self.h_ab - self.h_xab - self.h_a)
-
-    @cached_property
-    def mi_xa_b(self) -> torch.Tensor:
-        return self._nonneg(self.h_xa + self.h_b - self.h_xab)
-
+    mi_x_a = _information("I(x; a)", ("h_x", "h_a"), ("h_xa",))
+    mi_x_b = _information("I(x; b)", ("h_x", "h_b"), ("h_xb",))
+    cmi_x_a_given_b = _information("I(x; a | b)", ("h_xb", "h_ab"), ("h_xab", "h_b"))
+    cmi_x_b_given_a = _information("I(x; b | a)", ("h_xa", "h_ab"), ("h_xab", "h_a"))
+    mi_xa_b = _information("I(x, a; b)", ("h_xa", "h_b"), ("h_xab",))
 
 def table_information(T: torch.Tensor, scale: float = 1.0) -> TableInformation:
     """Plug-in information quantities of x (dim 1), a (dim 2), b (dim 3) of each table T (n, I, A, B).
@@ -251,16 +251,27 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
 
     Parameters
     ----------
-    T : counts from :func:`joint_table` for the candidate columns ``codes`` (M, n)
-    a, b : the conditioning columns used to build T (None = constant 0)
-    over_b : return ``p^(x_mc | a_m, b = v)`` for every value v of b: (M, n, B)
-    marginalize_b : condition on a only: ``p^(x_mc | a_m)`` (b summed out)
-    min_prob : a conditioning event with probability below this gives probability 0
-    complete : known completeness of ``codes``, ``a``, ``b`` (None: checked here; see :func:`joint_table`)
+    T : torch.Tensor of shape (n, I, A, B)
+        Counts from :func:`joint_table` of the candidate columns ``codes``.
+    codes : int tensor of shape (M, n)
+        The candidate columns T was built from; -1 marks a missing entry.
+    a : int tensor of shape (M,) or None
+        First conditioning column used to build T (None = constant 0).
+    b : int tensor of shape (M,) or None
+        Second conditioning column used to build T (None = constant 0).
+    over_b : bool, default=False
+        Return ``p^(x_mc | a_m, b = v)`` for every value v of b, shape (M, n, B).
+    marginalize_b : bool, default=False
+        Condition on a only: ``p^(x_mc | a_m)`` (b summed out).
+    min_prob : float, default=1e-10
+        A conditioning event with probability below this gives probability 0.
+    complete : bool, optional
+        Known completeness of ``codes``, ``a``, ``b`` (None: checked here; see :func:`joint_table`).
 
     Returns
     -------
-    (M, n) tensor, or (M, n, B) with ``over_b``; 0 where x_c, a or b is missing.
+    torch.Tensor of shape (M, n), or (M, n, B) with ``over_b``
+        The conditional probabilities; 0 where x_c, a or b is missing.
     """
     n, I, A, B = T.shape
     M = codes.shape[0]

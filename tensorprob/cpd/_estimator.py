@@ -11,9 +11,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._device import RandomStateLike, to_numpy
+from .._docstrings import fill_doc
 from ._fit import fit_cpd
 
+_X_CODES = """\
+Parameters
+----------
+X : array-like of shape (n_samples, n_features)
+    Integer codes (``-1`` = missing) or raw data, which the fitted ``encoder_`` of the model
+    encodes when ``fit`` encoded its data."""
 
+
+@fill_doc(X_codes=_X_CODES)
 class CPD(BaseEstimator):
     """Nonnegative canonical polyadic decomposition (CPD) model of a joint PMF, as a scikit-learn estimator.
 
@@ -25,23 +34,12 @@ class CPD(BaseEstimator):
     ----------
     rank : int, default=20
         Number of components F.
-    n_restarts : int, default=1
-        Starts; the one with the best final training log-likelihood is kept.
-    n_iter_max : int, default=500
-        Largest number of expectation-maximization (EM) iterations.
-    tol : float, default=1e-6
-        Relative change of the mean log-likelihood at which EM stops.
-    alpha : float, default=0.0
-        Dirichlet smoothing pseudo-count (0 = maximum likelihood). Positive values keep every
-        value of positive probability, which held-out scoring needs when a value is rare.
-    init : {"kmeans++", "random"}, default="kmeans++"
-    cardinalities : sequence of int, optional
-        Alphabet sizes when ``X`` is codes (default ``max + 1`` per column of the fitted data).
-    discretizer : str or transformer, default="uniform"
-    n_bins : int, default=5
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-    dtype : {"float32", "float64"} or torch.dtype, optional
-    random_state : int, Generator or None
+    %(cpd_em)s
+    %(init)s
+    %(cpd_encoding)s
+    %(device)s
+    %(dtype)s
+    %(cpd_random_state)s
 
     Attributes
     ----------
@@ -50,11 +48,12 @@ class CPD(BaseEstimator):
     n_iter_ : int
         EM iterations of the fit.
     converged_ : bool
+        Whether the relative change of the log-likelihood fell to ``tol`` before ``n_iter_max``.
 
     See Also
     --------
-    fit_cpd : the function this class calls.
-    CPDModel : the fitted model.
+    fit_cpd : The function this class calls.
+    CPDModel : The fitted model.
 
     Examples
     --------
@@ -108,14 +107,15 @@ class CPD(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Integer codes (-1 = missing) or raw data (encoded by :func:`tensorprob.encode`).
-        y : array-like of shape (n_samples,), optional
+        %(X_raw)s
+        %(cpd_y)s
         sample_weight : array-like of shape (n_samples,), optional
+            Nonnegative row weights (default all 1).
 
         Returns
         -------
-        self
+        CPD
+            This estimator, fitted.
         """
         self.model_ = fit_cpd(X, rank=self.rank, y=y, device=self.device, dtype=self.dtype,
                               n_restarts=self.n_restarts, n_iter_max=self.n_iter_max, tol=self.tol, alpha=self.alpha,
@@ -139,30 +139,84 @@ class CPD(BaseEstimator):
         return X
 
     def score_samples(self, X: Any, y: Any = None) -> np.ndarray:
-        """Log-likelihood (nats) of every row (with its label, when the model has one and ``y`` is given)."""
+        """Log-likelihood (nats) of every row (with its label, when the model has one and ``y`` is given).
+
+        %(X_codes)s
+        y : array-like of shape (n_samples,), optional
+            Labels of the rows (a label unseen in ``fit`` counts as missing); without ``y`` a
+            model fitted with labels scores the features alone.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``log P(x)`` (or ``log P(x, y)``) of every row, float64.
+        """
         m = self.model_ if hasattr(self, "model_") else None
         X = self._rows(X, y)
         variables = None if X.shape[1] == m.n_variables else [n for n in range(m.n_variables) if n != m.target]
         return to_numpy(m.log_prob(X, variables)).astype(np.float64)
 
     def score(self, X: Any, y: Any = None) -> float:
-        """Mean log-likelihood per row (nats), the quantity EM maximizes; higher is better."""
+        """Mean log-likelihood per row (nats), the quantity EM maximizes; higher is better.
+
+        %(X_codes)s
+        y : array-like of shape (n_samples,), optional
+            Labels of the rows, as in :meth:`score_samples`.
+
+        Returns
+        -------
+        float
+            Mean of :meth:`score_samples` over the rows.
+        """
         return float(np.mean(self.score_samples(X, y)))
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """``P(y | x)`` of every row (models fitted with a label): array of shape (n_samples, n_classes)."""
+        """Class probabilities ``P(y | x)`` of every row (models fitted with a label).
+
+        %(X_codes)s
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            ``P(y = c | x)``, columns in the order of ``model_.classes``.
+
+        Raises
+        ------
+        AttributeError
+            The model was fitted without labels.
+        """
         check_is_fitted(self, "model_")
         if self.model_.target is None:
             raise AttributeError("predict_proba needs a model fitted with labels: call fit(X, y)")
         return to_numpy(self.model_.predict_proba(self._rows(X)))
 
     def predict(self, X: Any) -> np.ndarray:
-        """The most probable label of every row (ties to the first class)."""
+        """Predict the most probable label of every row (ties to the first class).
+
+        %(X_codes)s
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels, values of ``model_.classes``.
+        """
         proba = self.predict_proba(X)
         return self.model_.classes[proba.argmax(1)]
 
     def sample(self, n_samples: int = 1, random_state: RandomStateLike = None) -> np.ndarray:
-        """``n_samples`` rows of codes drawn from the model: int64 array (label last, if any)."""
+        """Draw rows of codes from the fitted model.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            Number of rows drawn from the fitted model.
+        %(random_state)s
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_variables)
+            Codes (int64), the label's code last when the model has one.
+        """
         check_is_fitted(self, "model_")
         return to_numpy(self.model_.sample(n_samples, random_state=random_state))
 

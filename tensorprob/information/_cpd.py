@@ -34,13 +34,16 @@ import torch
 
 from .._config import get_config
 from .._device import block_budget, chunk_ranges, exp_floor
+from .._docstrings import fill_doc
 from ._sampling import draw_codes, draw_latent
 
 
 class Estimate(NamedTuple):
     """An information estimate in nats with its standard error (0 for exact values).
 
-    Attributes
+    The fields are the constructor's parameters.
+
+    Parameters
     ----------
     value : float
         The estimate (nats).
@@ -86,6 +89,32 @@ def mean_se(terms: torch.Tensor, dim: int = 0) -> tuple[torch.Tensor, torch.Tens
     return t.mean(dim), se
 
 
+_SAMPLES = """\
+samples : int64 tensor of shape (G, T, V)
+    T samples of every model (codes of all V variables), e.g. from :meth:`sample`."""
+
+_KIND = """\
+kind : {"entropy", "mc", "rao_blackwell", "exact"}
+    The quantity and estimator: ``"entropy"`` is ``H(X_S)``; the others are ``I(X_S; Z)``
+    (``target=None``) or ``I(X_S; X_target)``, by the plug-in Monte-Carlo form (``"mc"``),
+    Rao-Blackwellized (``"rao_blackwell"``) or, in :meth:`exact`, by enumeration."""
+
+_TARGET = """\
+target : int or None
+    Index of the target variable; None for the latent ``Z``."""
+
+_HZ = """\
+hz : tensor of shape (G, C)
+    ``sum_{n in S + c} H(X_n | Z)`` of every model and candidate (used for the latent target)."""
+
+_CANDIDATES = """\
+candidates : int64 tensor of shape (C,) or None
+    Candidate variables c, each evaluated as ``S + c``; None evaluates S itself (C = 1)."""
+
+_FRAGMENTS = {"samples": _SAMPLES, "kind": _KIND, "target": _TARGET, "hz": _HZ, "candidates": _CANDIDATES}
+
+
+@fill_doc(**_FRAGMENTS)
 class LatentClassBatch:
     """G latent class models over the same V variables, in log space: the batched information core.
 
@@ -105,7 +134,7 @@ class LatentClassBatch:
 
     See Also
     --------
-    tensorprob.CPDModel.stack : builds ``log_w`` and ``log_f`` from fitted models.
+    tensorprob.CPDModel.stack : Builds ``log_w`` and ``log_f`` from fitted models.
     """
 
     def __init__(self, log_w: torch.Tensor, log_f: torch.Tensor) -> None:
@@ -126,30 +155,91 @@ class LatentClassBatch:
 
     # -- closed forms ------------------------------------------------------------------------
     def marginal(self, t: int) -> torch.Tensor:
-        """``P(X_t = i)`` of every model: (G, I)."""
+        """Marginal ``P(X_t = i)`` of every model (cached).
+
+        Parameters
+        ----------
+        t : int
+            Index of the variable.
+
+        Returns
+        -------
+        tensor of shape (G, I)
+            The marginal PMF of ``X_t`` of every model (0 beyond its alphabet).
+        """
         if t not in self._marginals:
             self._marginals[t] = torch.einsum("gif,gf->gi", torch.exp(self.log_f[:, t]), torch.exp(self.log_w))
         return self._marginals[t]
 
     def h_marginal(self, t: int) -> torch.Tensor:
-        """``H(X_t)`` of every model: (G,)."""
+        """Entropy ``H(X_t)`` of every model (nats).
+
+        Parameters
+        ----------
+        t : int
+            Index of the variable; its alphabet's padding has probability 0.
+
+        Returns
+        -------
+        tensor of shape (G,)
+            ``H(X_t)`` of every model.
+        """
         return -_xlogx_sum(self.marginal(t), 1)
 
     # -- sampling ------------------------------------------------------------------------------
     def sample(self, n_samples: int, gen: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``n_samples`` draws of every model: codes (G, T, V) int64 and latent classes (G, T)."""
+        """Draw ``n_samples`` samples of every model.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of samples T drawn from every model.
+        gen : torch.Generator or None
+            Generator of the draws, on the models' device; None uses torch's global one.
+
+        Returns
+        -------
+        codes : int64 tensor of shape (G, T, V)
+            The sampled codes.
+        z : int64 tensor of shape (G, T)
+            The latent class of every sample.
+        """
         z = draw_latent(torch.exp(self.log_w), n_samples, gen)
         return draw_codes(torch.exp(self.log_f), z, gen), z
 
     # -- Monte-Carlo ---------------------------------------------------------------------------
     def gather(self, samples: torch.Tensor, variables: torch.Tensor) -> torch.Tensor:
-        """``log A_v[x_v^(t), :]`` for samples (G, T, V) and variables (C,): (G, T, C, F)."""
+        """Gather the log factor rows ``log A_v[x_v^(t), :]`` of the samples' codes.
+
+        Parameters
+        ----------
+        %(samples)s
+        variables : int64 tensor of shape (C,)
+            The variables v whose rows are gathered.
+
+        Returns
+        -------
+        tensor of shape (G, T, C, F)
+            ``log P(X_v = x_v^(t) | Z = f)``.
+        """
         idx = variables[None, None, :] * self.I + samples[:, :, variables]  # (G, T, C)
         g = torch.arange(self.G, device=idx.device)[:, None, None]
         return self.log_flat[g, idx]
 
     def running(self, samples: torch.Tensor, variables: Sequence[int]) -> torch.Tensor:
-        """``log P(Z = f, x_S^(t))`` for S = ``variables``: (G, T, F)."""
+        """Running log joint ``log P(Z = f, x_S^(t))`` of every sample, for S = ``variables``.
+
+        Parameters
+        ----------
+        %(samples)s
+        variables : sequence of int
+            The set S.
+
+        Returns
+        -------
+        tensor of shape (G, T, F)
+            ``log P(Z = f, x_S^(t))``.
+        """
         L = self.log_w[:, None, :].expand(self.G, samples.shape[1], self.F).clone()
         for v in variables:  # one gather per variable of S, vectorized over models and samples
             L = L + self.gather(samples, torch.tensor([v], device=samples.device))[:, :, 0]
@@ -157,10 +247,21 @@ class LatentClassBatch:
 
     def mc_terms(self, L: torch.Tensor, *, kind: str, target: int | None = None,
                  samples: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-sample terms (G, T, C) from running log joints ``L`` (G, T, C, F); ``L`` may be overwritten.
+        """Per-sample Monte-Carlo terms, whose mean plus :meth:`mc_constant` is the estimate.
 
-        ``kind`` is ``"entropy"`` (``-log P(x)``), ``"mc"`` or ``"rao_blackwell"``; their mean plus
-        :meth:`mc_constant` is the estimate.
+        Parameters
+        ----------
+        L : tensor of shape (G, T, C, F)
+            Running log joints ``log P(Z = f, x_{S+c}^(t))``; may be overwritten.
+        %(kind)s
+        %(target)s
+        samples : int64 tensor of shape (G, T, V), optional
+            The samples ``L`` was built from (needed for a variable target).
+
+        Returns
+        -------
+        tensor of shape (G, T, C)
+            The terms (``-log P(x)`` for ``"entropy"``).
         """
         if target is None and kind == "rao_blackwell":
             # -H(softmax(L)) = sum_f e_f (L_f - m) / s - log s, with e = exp(L - m), s = sum e:
@@ -183,7 +284,19 @@ class LatentClassBatch:
         return _xlogx_sum(torch.einsum("gtcf,gif->gtci", post, torch.exp(self.log_f[:, target])), -1)
 
     def mc_constant(self, *, kind: str, target: int | None, hz: torch.Tensor) -> torch.Tensor:
-        """What :meth:`mc_terms` leaves out: (G, C); ``hz`` (G, C) is ``sum H(X_n | Z)`` over S + c."""
+        """The constant that :meth:`mc_terms` leaves out of the estimate.
+
+        Parameters
+        ----------
+        %(kind)s
+        %(target)s
+        %(hz)s
+
+        Returns
+        -------
+        tensor of shape (G, C)
+            Added to the mean of the terms.
+        """
         if kind == "entropy":
             return torch.zeros_like(hz)
         if target is None:
@@ -194,11 +307,27 @@ class LatentClassBatch:
 
     def mc_estimate(self, base: torch.Tensor, samples: torch.Tensor, candidates: torch.Tensor | None, *, kind: str,
                     target: int | None, hz: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Estimates of every model and candidate: ``(values, stderr)``, two (G, C) tensors.
+        """Monte-Carlo estimates of every model and candidate, with their standard errors.
 
-        ``base`` (G, T, F) is the running log joint of S; each candidate adds one gathered
-        column. Candidates are evaluated in blocks whose (G, T, block, F) temporaries fit the
-        block budget. Without candidates the estimate is of S itself (C = 1).
+        Each candidate adds one gathered column to the running log joint of S. Candidates are
+        evaluated in blocks whose (G, T, block, F) temporaries fit the block budget.
+
+        Parameters
+        ----------
+        base : tensor of shape (G, T, F)
+            Running log joint of S (:meth:`running`).
+        %(samples)s
+        %(candidates)s
+        %(kind)s
+        %(target)s
+        %(hz)s
+
+        Returns
+        -------
+        values : tensor of shape (G, C)
+            The estimates (nats).
+        stderr : tensor of shape (G, C)
+            Their Monte-Carlo standard errors.
         """
         G, T, F = base.shape
         if candidates is None:
@@ -217,7 +346,25 @@ class LatentClassBatch:
 
     # -- exact ---------------------------------------------------------------------------------
     def table(self, variables: Sequence[int], max_states: int | None = None) -> torch.Tensor:
-        """``log P(Z = f, x_S)`` for every joint state of S (C order): (G, states, F)."""
+        """Log joint ``log P(Z = f, x_S)`` of every joint state of S (C order).
+
+        Parameters
+        ----------
+        variables : sequence of int
+            The set S.
+        max_states : int, optional
+            Enumeration limit (default from the memory budget).
+
+        Returns
+        -------
+        tensor of shape (G, states, F)
+            The enumerated table, ``states = prod_{n in S} I_n``.
+
+        Raises
+        ------
+        ValueError
+            More joint states than the limit.
+        """
         cards = [self.card(v) for v in variables]
         n_states = math.prod(cards)
         limit = _state_limit(self.F, max_states)
@@ -229,15 +376,44 @@ class LatentClassBatch:
         return cur
 
     def card(self, v: int) -> int:
-        """Largest alphabet of variable ``v`` over the models (values beyond it are padding in all)."""
+        """Largest alphabet of variable ``v`` over the models (values beyond it are padding in all).
+
+        Parameters
+        ----------
+        v : int
+            Index of the variable.
+
+        Returns
+        -------
+        int
+            The alphabet size.
+        """
         return int(self.cards[v])
 
     def exact(self, table: torch.Tensor, candidates: torch.Tensor | None, *, kind: str, target: int | None,
               hz: torch.Tensor, max_states: int | None = None) -> torch.Tensor:
-        """Exact values (G, C) by enumeration: S's joint table (G, K, F), extended by each candidate.
+        """Exact values by enumeration of S's joint table, extended by each candidate.
 
-        ``kind`` ``"entropy"`` gives ``H(X_{S+c})``; otherwise ``I(X_{S+c}; Z)`` (``target`` None,
-        ``hz`` the (G, C) sums of ``H(X_n | Z)``) or ``I(X_{S+c}; X_target)``.
+        Parameters
+        ----------
+        table : tensor of shape (G, K, F)
+            S's joint table (:meth:`table`).
+        %(candidates)s
+        %(kind)s
+        %(target)s
+        %(hz)s
+        max_states : int, optional
+            Enumeration limit (default from the memory budget).
+
+        Returns
+        -------
+        tensor of shape (G, C)
+            ``H(X_{S+c})`` for ``kind="entropy"``, else ``I(X_{S+c}; Z)`` or ``I(X_{S+c}; X_target)``.
+
+        Raises
+        ------
+        ValueError
+            A candidate's joint table exceeds the limit.
         """
         G, K, F = table.shape
         if candidates is None:
@@ -277,18 +453,24 @@ def information(batch: LatentClassBatch, variables: Sequence[int], *, target: in
     Parameters
     ----------
     batch : LatentClassBatch
+        The G models.
     variables : sequence of int
         The set S.
     target : int, optional
         Index of the target variable; None for the latent ``Z``.
-    estimator : {"exact", "mc", "rao_blackwell", "entropy", "entropy_exact"}
+    estimator : {"rao_blackwell", "exact", "mc", "entropy", "entropy_exact"}, default="rao_blackwell"
         ``"entropy"`` is the Monte-Carlo entropy, ``"entropy_exact"`` its enumeration.
     samples : int64 tensor of shape (G, T, V), optional
         Model samples (Monte-Carlo estimators).
+    max_states : int, optional
+        Enumeration limit of the exact estimators (default from the memory budget).
 
     Returns
     -------
-    values, stderr : tensors of shape (G,)
+    values : tensor of shape (G,)
+        The quantity of every model (nats).
+    stderr : tensor of shape (G,)
+        Its Monte-Carlo standard error (0 for the exact estimators).
     """
     var = list(variables)
     hz = batch.h_given_z[:, var].sum(1, keepdim=True) if var else torch.zeros(batch.G, 1, dtype=batch.log_w.dtype,
@@ -383,7 +565,20 @@ class CPDInformation:
         self.value, self.stderr = 0.0, 0.0
 
     def evaluate(self, candidates: Sequence[int] | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``g(S + c)`` and its standard error for every candidate c (two (C,) tensors)."""
+        """Evaluate ``g(S + c)`` for every candidate c.
+
+        Parameters
+        ----------
+        candidates : sequence of int or int64 tensor
+            The candidate variables (C of them; may be empty).
+
+        Returns
+        -------
+        values : tensor of shape (C,)
+            ``g(S + c)`` (nats).
+        stderr : tensor of shape (C,)
+            Their standard errors (0 for ``estimator="exact"``).
+        """
         dev, dt = self.log_w.device, self.log_w.dtype
         cands = torch.as_tensor(candidates, dtype=torch.int64, device=dev).reshape(-1)
         if cands.numel() == 0:
@@ -401,7 +596,13 @@ class CPDInformation:
         return v[0], se[0]
 
     def add(self, j: int) -> None:
-        """Add variable ``j`` to S (one gather for the Monte-Carlo state)."""
+        """Add variable ``j`` to S (one gather for the Monte-Carlo state).
+
+        Parameters
+        ----------
+        j : int
+            Index of the variable added; :attr:`value` and :attr:`stderr` become ``g(S + j)``.
+        """
         j = int(j)
         v, se = self.evaluate([j])
         self.value, self.stderr = float(v[0]), float(se[0])
@@ -443,10 +644,14 @@ def stacked_information(log_w: torch.Tensor, log_factors: torch.Tensor, *, targe
     n_samples : int
         T samples drawn from every model (Monte-Carlo estimators).
     gen : torch.Generator or None
+        Generator of the samples, on the models' device; None uses torch's global one.
 
     Returns
     -------
-    values, stderr : tensors of shape (G,) (nats)
+    values : tensor of shape (G,)
+        The mutual information of every model (nats).
+    stderr : tensor of shape (G,)
+        Its Monte-Carlo standard error (0 for ``estimator="exact"``).
     """
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")

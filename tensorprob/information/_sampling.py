@@ -76,13 +76,15 @@ def sample_from_factors(factors: Sequence[torch.Tensor], z: torch.Tensor, gen: t
     z : int64 tensor of shape (n,)
         Latent class of every row.
     gen : torch.Generator or None
+        Source of the uniforms, on the factors' device; None uses torch's global generator.
 
     Returns
     -------
     int64 tensor of shape (n, len(factors))
+        Codes of every row, always of positive mass under their column.
 
     See Also
     --------
-    draw_codes : the batched sampler this calls.
+    draw_codes : The batched sampler this calls.
     """
     return draw_codes(pad_factors(factors), z[None], gen)[0]

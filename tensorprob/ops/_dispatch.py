@@ -10,7 +10,18 @@ _MODES = ("auto", "reference", "triton")
 
 
 def kernel_mode() -> str:
-    """``TENSORPROB_KERNELS``: ``auto`` (default), ``reference`` or ``triton``."""
+    """Read the kernel mode from the ``TENSORPROB_KERNELS`` environment variable.
+
+    Returns
+    -------
+    {"auto", "reference", "triton"}
+        The mode, ``"auto"`` when the variable is unset or empty.
+
+    Raises
+    ------
+    ValueError
+        The variable holds another value.
+    """
     mode = os.environ.get("TENSORPROB_KERNELS", "auto").strip().lower() or "auto"
     if mode not in _MODES:
         raise ValueError(f"TENSORPROB_KERNELS must be one of {', '.join(_MODES)}; got {mode!r}")
@@ -19,7 +30,13 @@ def kernel_mode() -> str:
 
 @functools.cache
 def triton_available() -> bool:
-    """True when triton and the kernels package import (checked once, never at tensorprob import)."""
+    """Whether triton and the kernels package import (checked once, never at tensorprob import).
+
+    Returns
+    -------
+    bool
+        True when both ``triton`` and ``tensorprob_kernels`` import.
+    """
     try:
         import triton  # noqa: F401
 
@@ -34,7 +51,24 @@ def _interpreting() -> bool:
 
 
 def use_triton(*tensors: torch.Tensor) -> bool:
-    """Whether an operation on ``tensors`` runs its Triton kernel (see the module docstring)."""
+    """Whether an operation on ``tensors`` runs its Triton kernel (see the module docstring).
+
+    Parameters
+    ----------
+    *tensors : torch.Tensor
+        The operands; the kernel runs in ``auto`` mode only when all are on CUDA.
+
+    Returns
+    -------
+    bool
+        True for the Triton kernel, False for the torch reference.
+
+    Raises
+    ------
+    RuntimeError
+        ``TENSORPROB_KERNELS=triton`` but triton is missing, or the tensors are on the CPU
+        without ``TRITON_INTERPRET=1``.
+    """
     mode = kernel_mode()
     if mode == "reference":
         return False

@@ -11,15 +11,39 @@ from __future__ import annotations
 
 import torch
 
+from .._docstrings import fill_doc
 from ._dispatch import use_triton
 
 _SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands fall out of cache (measured)
 
 
+_FRAGMENTS = {
+    "S": """\
+S : sparse CSR tensor of shape (M, D)
+    The one-hot incidence matrix of M coded rows.""",
+    "log_A": """\
+log_A : tensor of shape (D, P)
+    Dense float32 or float64 operand: the packed log factors of P components.""",
+    "product": """\
+tensor of shape (M, P)
+    ``S @ log_A``, in ``log_A``'s dtype.""",
+}
+
+
+@fill_doc(**_FRAGMENTS)
 def incidence_matmul_reference(S: torch.Tensor, log_A: torch.Tensor) -> torch.Tensor:
-    """``S @ log_A`` with a sparse CSR S, in column blocks of ``_SPMM_BLOCK``.
+    """Compute ``S @ log_A`` with a sparse CSR S, in column blocks of 256 (cache-sized on the CPU).
 
     Any CSR matrix works (the EM also multiplies S^T by the responsibilities with it).
+
+    Parameters
+    ----------
+    %(S)s
+    %(log_A)s
+
+    Returns
+    -------
+    %(product)s
     """
     if log_A.shape[1] <= _SPMM_BLOCK:
         return S @ log_A
@@ -27,21 +51,21 @@ def incidence_matmul_reference(S: torch.Tensor, log_A: torch.Tensor) -> torch.Te
                      1)
 
 
+@fill_doc(**_FRAGMENTS)
 def incidence_matmul(S: torch.Tensor, log_A: torch.Tensor, flat_t: torch.Tensor | None = None) -> torch.Tensor:
     """``S @ log_A``, by the Triton gather kernel when :func:`~tensorprob.ops.use_triton` allows.
 
     Parameters
     ----------
-    S : (M, D) sparse CSR tensor
-        The one-hot incidence matrix of M coded rows.
-    log_A : (D, P) dense tensor, float32 or float64
-    flat_t : (N, M) int32 tensor, optional
+    %(S)s
+    %(log_A)s
+    flat_t : int32 tensor of shape (N, M), optional
         The same rows as flat column indices ``offset_n + x_mn`` (-1 missing), variable-major.
         The kernel reads these; without them the reference runs.
 
     Returns
     -------
-    (M, P) tensor in ``log_A``'s dtype.
+    %(product)s
     """
     if flat_t is not None and use_triton(flat_t, log_A):
         from tensorprob_kernels.incidence import incidence_gather_sum
