@@ -6,9 +6,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._docstrings import fill_doc
 from ._base import CodedSelector
+from ._docs import SELECTOR_FRAGMENTS
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class SPECCMI(CodedSelector):
     """SPEC_CMI (spectral relaxation of the conditional mutual information criterion) feature selection.
 
@@ -18,10 +21,8 @@ class SPECCMI(CodedSelector):
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to select.
-    discretizer, n_bins, base, device, dtype
-        As in :class:`tensorprob.MIM`.
+    %(k)s
+    %(coded_params)s
 
     Attributes
     ----------
@@ -31,12 +32,11 @@ class SPECCMI(CodedSelector):
         The eigenvector entries of the selected features.
     Q_ : ndarray of shape (n_features, n_features)
         The matrix of the relaxed quadratic program.
-    encoder_, classes_, n_features_in_, feature_names_in_
-        As in :class:`tensorprob.MIM`.
+    %(coded_attributes)s
 
     See Also
     --------
-    CMIM : the greedy criterion with the same conditional informations.
+    CMIM : The greedy criterion with the same conditional informations.
 
     Notes
     -----
@@ -50,10 +50,8 @@ class SPECCMI(CodedSelector):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from tensorprob import SPECCMI
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    %(example_xy)s
     >>> SPECCMI(k=2).fit(X, y).selected_.tolist()
     [4, 1]
     """
