@@ -22,16 +22,17 @@ _STRATEGIES = ("uniform", "quantile", "mdl")
 
 #: Parameter and return entries shared by the methods of :class:`Discretizer` and :func:`discretize`.
 _DISCRETIZE_FRAGMENTS = {
-    "X_numeric": """\
+    "fit_params": """\
 X : array-like of shape (n_samples, n_features)
-    Numeric data (NumPy array, torch tensor or DataFrame); NaN is missing.""",
-    "y_mdl": """\
+    Numeric data (NumPy array, torch tensor or DataFrame); NaN is missing.
 y : array-like of shape (n_samples,), default=None
     Class labels, required by ``strategy="mdl"`` and ignored otherwise.""",
     "bin_codes": """\
 ndarray of shape (n_samples, n_features), int64
     Bin codes from 0 to the number of bins of the column minus 1; -1 for NaN.""",
 }
+_X, _Y = _DISCRETIZE_FRAGMENTS["fit_params"].split("\ny ")
+_DISCRETIZE_FRAGMENTS |= {"X_numeric": _X, "y_mdl": "y " + _Y}
 
 
 def _entropy_bits(counts: np.ndarray) -> np.ndarray:
@@ -181,8 +182,7 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        %(X_numeric)s
-        %(y_mdl)s
+        %(fit_params)s
 
         Returns
         -------
@@ -257,8 +257,7 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        %(X_numeric)s
-        %(y_mdl)s
+        %(fit_params)s
 
         Returns
         -------

@@ -32,6 +32,11 @@ y : array-like of shape (n_samples,), default=None
     "feature_names": """\
 feature_names : sequence of str, default=None
     Names to use instead of the DataFrame columns / ``x0, x1, ...``.""",
+}
+# the parameters of Encoder.fit and Encoder.fit_transform
+ENCODING_FRAGMENTS["fit_params"] = "\n".join(ENCODING_FRAGMENTS[name] for name in ("X_columns", "y_supervised",
+                                                                                  "feature_names"))
+ENCODING_FRAGMENTS |= {
     "discretizer": """\
 discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
     How continuous columns become codes: a :class:`~tensorprob.Discretizer` strategy
@@ -195,9 +200,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        %(X_columns)s
-        %(y_supervised)s
-        %(feature_names)s
+        %(fit_params)s
 
         Returns
         -------
@@ -214,9 +217,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        %(X_columns)s
-        %(y_supervised)s
-        %(feature_names)s
+        %(fit_params)s
 
         Returns
         -------

@@ -32,6 +32,8 @@ k : int or "all", default=10
     # the trailing parameters of every selector on integer codes
     "coded_params": "\n".join([ENCODING_FRAGMENTS["discretizer"], ENCODING_FRAGMENTS["n_bins"], _BASE,
                                FRAGMENTS["device"], FRAGMENTS["dtype"]]),
+    # the trailing parameters of the selectors that draw random numbers
+    "device_dtype_random_state": "\n".join([FRAGMENTS["device"], FRAGMENTS["dtype"], FRAGMENTS["random_state"]]),
     "picks": """\
 selected_ : ndarray of int
     Selected features in pick order.

@@ -69,9 +69,7 @@ class GMI(RealSelector):
     Parameters
     ----------
     %(k)s
-    %(device)s
-    %(dtype)s
-    %(random_state)s
+    %(device_dtype_random_state)s
         Here it draws the half split and the within-class permutations of Alg. 1.
 
     Attributes

@@ -283,9 +283,7 @@ class GSMCPD(CodedSelector):
         CPD fitting options (see :func:`tensorprob.fit_cpd`).
     %(discretizer)s
     %(n_bins)s
-    %(device)s
-    %(dtype)s
-    %(random_state)s
+    %(device_dtype_random_state)s
         Here it seeds the CPD fits and the model samples.
 
     Attributes

@@ -216,9 +216,7 @@ class HOFS(RealSelector):
         Newton iterations of the ICA rows.
     conditional : {"ica", "plugin"}, default="ica"
         Estimator of ``H(y | x_i)`` in eq. 24 (see Notes).
-    %(device)s
-    %(dtype)s
-    %(random_state)s
+    %(device_dtype_random_state)s
         Here it draws the label dither and the ICA starts.
 
     Attributes
