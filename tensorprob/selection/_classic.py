@@ -20,7 +20,8 @@ RMRMR    step 2: I(X_m;C|X_s1); then I(X_m;C) - (1/|S|) sum_j [I(X_m;X_j) - I(X_
 MIM, MIFS, MRMR, CIFE and MRI are linear in the sums: Brown et al.'s
 ``J = I(X_m;C) - beta sum_j I(X_m;X_j) + gamma sum_j I(X_m;X_j|C)`` with (beta, gamma) =
 (0, 0), (beta, 0), (1/|S|, 0), (1, 1) and (2/(|S|+1), 2/(|S|+1)); they share
-:class:`LinearCriterion`. The others have a criterion class each.
+:class:`LinearCriterion`. JMI, CMIM, JMIM and DISR keep a sum or minimum of one pairwise
+term (:class:`_PairwiseCriterion`); ICAP and RMRMR have a criterion class each.
 
 The first pick of every method is argmax I(X_m;C). Each update adds one (candidate, x_j,
 class) table for all candidates (RMRMR also the (candidate, x_r, x_j) tables of the new
@@ -101,73 +102,60 @@ class LinearCriterion(_SumsCriterion):
         return s
 
 
-class JMICriterion(_SumsCriterion):
+class _PairwiseCriterion(_SumsCriterion):
+    """``J`` = the running sum or minimum over the selected ``X_j`` of one pairwise term.
+
+    Parameters
+    ----------
+    name : str
+    term : callable
+        The term of every candidate against a new pick ``X_j``, from its
+        :class:`~tensorprob.counting.TableInformation` ``q``.
+    minimum : bool
+        Keep the minimum over the selected features instead of the sum.
+    """
+
+    def __init__(self, name: str, term: Callable[[Any], torch.Tensor], minimum: bool = False) -> None:
+        self.name, self.term, self.minimum = name, term, minimum
+
+    def start(self, data: SelectionData) -> None:
+        super().start(data)
+        self.acc = self._new_min() if self.minimum else self._new_sum()
+
+    def update(self, j: int) -> None:
+        t = self.term(self.data.pair_information(j))
+        if self.minimum:
+            self.acc = torch.minimum(self.acc, t)
+        else:
+            self.acc += t
+        super().update(j)
+
+    def scores(self) -> torch.Tensor:
+        return self.acc
+
+
+def _disr_term(q: Any) -> torch.Tensor:
+    return q.mi_xa_b / q.h_xab.clamp_min(torch.finfo(q.h_xab.dtype).tiny)
+
+
+def jmi_criterion() -> _PairwiseCriterion:
     """``J = sum_j I(X_m X_j; C)``."""
-
-    name = "jmi"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.sum_jmi = self._new_sum()
-
-    def update(self, j: int) -> None:
-        self.sum_jmi += self.data.pair_information(j).mi_xa_b
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.sum_jmi
+    return _PairwiseCriterion("jmi", lambda q: q.mi_xa_b)
 
 
-class CMIMCriterion(_SumsCriterion):
+def cmim_criterion() -> _PairwiseCriterion:
     """``J = min_j I(X_m; C | X_j)``."""
-
-    name = "cmim"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.min_cmi_y = self._new_min()
-
-    def update(self, j: int) -> None:
-        self.min_cmi_y = torch.minimum(self.min_cmi_y, self.data.pair_information(j).cmi_x_b_given_a)
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.min_cmi_y
+    return _PairwiseCriterion("cmim", lambda q: q.cmi_x_b_given_a, minimum=True)
 
 
-class JMIMCriterion(_SumsCriterion):
+def jmim_criterion() -> _PairwiseCriterion:
     """``J = min_j I(X_m X_j; C)``."""
-
-    name = "jmim"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.min_jmi = self._new_min()
-
-    def update(self, j: int) -> None:
-        self.min_jmi = torch.minimum(self.min_jmi, self.data.pair_information(j).mi_xa_b)
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.min_jmi
+    return _PairwiseCriterion("jmim", lambda q: q.mi_xa_b, minimum=True)
 
 
-class DISRCriterion(_SumsCriterion):
+def disr_criterion() -> _PairwiseCriterion:
     """``J = sum_j I(X_m X_j; C) / H(X_m X_j C)`` (a ratio: the same in any base)."""
-
-    name = "disr"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.sum_disr = self._new_sum()
-
-    def update(self, j: int) -> None:
-        q = self.data.pair_information(j)
-        self.sum_disr += q.mi_xa_b / q.h_xab.clamp_min(torch.finfo(q.h_xab.dtype).tiny)
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.sum_disr
+    return _PairwiseCriterion("disr", _disr_term)
 
 
 class ICAPCriterion(_SumsCriterion):
@@ -375,7 +363,7 @@ class CIFE(_ClassicSelector, criterion=cife_criterion, picks="[4, 1]"):
     """
 
 
-class JMI(_ClassicSelector, criterion=JMICriterion, picks="[4, 1]"):
+class JMI(_ClassicSelector, criterion=jmi_criterion, picks="[4, 1]"):
     """JMI (joint mutual information) by ``sum_j I(X_m X_j; C)``.
 
     Yang, H. H. and Moody, J. (1999). Data visualization and feature selection: new algorithms for
@@ -383,7 +371,7 @@ class JMI(_ClassicSelector, criterion=JMICriterion, picks="[4, 1]"):
     """
 
 
-class CMIM(_ClassicSelector, criterion=CMIMCriterion, picks="[4, 1]"):
+class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
     """CMIM (conditional mutual information maximisation) by ``min_j I(X_m; C | X_j)``.
 
     Fleuret, F. (2004). Fast binary feature selection with conditional mutual information. Journal
@@ -391,7 +379,7 @@ class CMIM(_ClassicSelector, criterion=CMIMCriterion, picks="[4, 1]"):
     """
 
 
-class JMIM(_ClassicSelector, criterion=JMIMCriterion, picks="[4, 1]"):
+class JMIM(_ClassicSelector, criterion=jmim_criterion, picks="[4, 1]"):
     """JMIM (joint mutual information maximisation) by ``min_j I(X_m X_j; C)``.
 
     Bennasar, M., Hicks, Y. and Setchi, R. (2015). Feature selection using joint mutual information
@@ -399,7 +387,7 @@ class JMIM(_ClassicSelector, criterion=JMIMCriterion, picks="[4, 1]"):
     """
 
 
-class DISR(_ClassicSelector, criterion=DISRCriterion, picks="[4, 1]"):
+class DISR(_ClassicSelector, criterion=disr_criterion, picks="[4, 1]"):
     """DISR (double input symmetrical relevance) by ``sum_j I(X_m X_j; C) / H(X_m X_j C)``.
 
     Meyer, P. E., Schretter, C. and Bontempi, G. (2008). Information-theoretic feature selection in
