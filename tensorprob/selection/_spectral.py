@@ -1,13 +1,12 @@
 """SPEC_CMI (spectral conditional mutual information, Nguyen et al. 2014): not greedy."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
 from .._docstrings import fill_doc
 from ._base import CodedSelector
+from ._classic import _ClassicSelector
 from ._docs import SELECTOR_FRAGMENTS
 
 
@@ -58,14 +57,7 @@ class SPECCMI(CodedSelector):
 
     method_name = "spec_cmi"
 
-    def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e",
-                 device: Any = "auto", dtype: Any = None) -> None:
-        self.k = k
-        self.discretizer = discretizer
-        self.n_bins = n_bins
-        self.base = base
-        self.device = device
-        self.dtype = dtype
+    __init__ = _ClassicSelector.__init__  # the same parameters as the classic selectors
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
         data = self._selection_data(codes, cards, y, n_classes, device, dtype)
