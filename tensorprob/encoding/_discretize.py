@@ -16,7 +16,23 @@ from sklearn.preprocessing import KBinsDiscretizer
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._docstrings import fill_doc
+
 _STRATEGIES = ("uniform", "quantile", "mdl")
+
+#: Parameter and return entries shared by the methods of :class:`Discretizer` and :func:`discretize`.
+_DISCRETIZE_FRAGMENTS = {
+    "fit_params": """\
+X : array-like of shape (n_samples, n_features)
+    Numeric data (NumPy array, torch tensor or DataFrame); NaN is missing.
+y : array-like of shape (n_samples,), default=None
+    Class labels, required by ``strategy="mdl"`` and ignored otherwise.""",
+    "bin_codes": """\
+ndarray of shape (n_samples, n_features), int64
+    Bin codes from 0 to the number of bins of the column minus 1; -1 for NaN.""",
+}
+_X, _Y = _DISCRETIZE_FRAGMENTS["fit_params"].split("\ny ")
+_DISCRETIZE_FRAGMENTS |= {"X_numeric": _X, "y_mdl": "y " + _Y}
 
 
 def _entropy_bits(counts: np.ndarray) -> np.ndarray:
@@ -122,8 +138,8 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    discretize : the function form.
-    Encoder : encodes mixed data, discretizing the continuous columns with this class.
+    discretize : The function form.
+    Encoder : Encodes mixed data, discretizing the continuous columns with this class.
 
     Notes
     -----
@@ -159,20 +175,19 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             X = X.detach().cpu().numpy()
         return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset)
 
+    @fill_doc(**_DISCRETIZE_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> Discretizer:
         """Learn the cut points of every column.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Numeric data; NaN is missing.
-        y : array-like of shape (n_samples,), default=None
-            Class labels, required by ``strategy="mdl"`` and ignored otherwise.
+        %(fit_params)s
 
         Returns
         -------
         self : Discretizer
+            The fitted discretizer (``bin_edges_``, ``n_bins_``).
         """
         if self.n_bins is None and self.strategy != "mdl":
             raise ValueError(f"n_bins=None is only allowed with strategy='mdl', got strategy={self.strategy!r}")
@@ -214,17 +229,18 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.n_bins_ = np.array([e.size + 1 for e in edges], dtype=np.int64)
         return self
 
+    @fill_doc(**_DISCRETIZE_FRAGMENTS)
     def transform(self, X: Any) -> np.ndarray:
         """Map values to bin codes.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        %(X_numeric)s
+            Values outside the fitted range go to the end bins.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features), int64
-            Bin codes, -1 for NaN.
+        %(bin_codes)s
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
@@ -235,17 +251,17 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             out[~np.isfinite(col), j] = -1
         return out
 
+    @fill_doc(**_DISCRETIZE_FRAGMENTS)
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """Fit to X (and y for MDL), then return the bin codes of X.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
+        %(fit_params)s
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features), int64
+        %(bin_codes)s
         """
         return self.fit(X, y).transform(X)
 
@@ -256,25 +272,24 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
+@fill_doc(**_DISCRETIZE_FRAGMENTS)
 def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any = None) -> np.ndarray:
     """Discretize every column of a numeric array.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Numeric data; NaN is treated as missing.
+    %(X_numeric)s
+        A 1-D array is one column.
     n_bins : int, default=5
         Bins per column (``"uniform"``, ``"quantile"``) or largest number of intervals (``"mdl"``).
     strategy : {"uniform", "quantile", "mdl"}, default="uniform"
         Equal-width, equal-frequency (scikit-learn's ``KBinsDiscretizer``) or supervised
         Fayyad-Irani MDL (needs ``y``).
-    y : array-like of shape (n_samples,), optional
-        Class labels, required for ``"mdl"``.
+    %(y_mdl)s
 
     Returns
     -------
-    ndarray of shape (n_samples, n_features), int64
-        Bin codes, -1 for NaN.
+    %(bin_codes)s
 
     Examples
     --------

@@ -11,7 +11,48 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from .._config import get_config
+from .._docstrings import fill_doc
 from ._discretize import Discretizer
+
+#: Docstring fragments of :class:`Encoder` and :func:`encode` (also used by the selectors, which
+#: encode their input with an :class:`Encoder`).
+ENCODING_FRAGMENTS: dict[str, str] = {
+    "coding_rules": """\
+Strings, bools, pandas categoricals and integer columns with at most ``max_categories``
+distinct values are categorical: their sorted distinct values get codes ``0..I-1``.
+Floats, and integer columns with more distinct values, are continuous and go through
+``discretizer``. ``None``/``NaN`` (and ``missing_code`` in integer columns) become -1.""",
+    "X_columns": """\
+X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+    Raw columns of any dtype (numbers, strings, bools, categoricals); ``None``/``NaN`` are
+    missing.""",
+    "y_supervised": """\
+y : array-like of shape (n_samples,), default=None
+    Class labels, used only by a supervised discretizer (``"mdl"``).""",
+    "feature_names": """\
+feature_names : sequence of str, default=None
+    Names to use instead of the DataFrame columns / ``x0, x1, ...``.""",
+}
+# the parameters of Encoder.fit and Encoder.fit_transform
+ENCODING_FRAGMENTS["fit_params"] = "\n".join(ENCODING_FRAGMENTS[name] for name in ("X_columns", "y_supervised",
+                                                                                  "feature_names"))
+ENCODING_FRAGMENTS |= {
+    "discretizer": """\
+discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
+    How continuous columns become codes: a :class:`~tensorprob.Discretizer` strategy
+    (equal-width, equal-frequency or supervised MDL bins), or a transformer such as
+    scikit-learn's ``KBinsDiscretizer`` (fitted on a clone). ``None`` makes a continuous
+    column an error.""",
+    "n_bins": """\
+n_bins : int, default=5
+    Number of bins of the built-in discretizers (the largest number for ``"mdl"``).""",
+    "max_categories": """\
+max_categories : int or None, default=None
+    Largest alphabet of a categorical column (None: ``get_config()["max_categories"]``, 64).""",
+    "missing_code": """\
+missing_code : int or None, default=-1
+    Value that marks a missing entry in integer columns (the code convention); None for none.""",
+}
 
 
 def _is_missing(values: np.ndarray) -> np.ndarray:
@@ -92,26 +133,18 @@ def _numeric_view(col: np.ndarray) -> np.ndarray | None:
     return out
 
 
+@fill_doc(**ENCODING_FRAGMENTS)
 class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Encoder of raw columns (NumPy, torch, pandas; any dtype) as integer codes (a scikit-learn transformer).
 
-    Strings, bools, pandas categoricals and integer columns with at most ``max_categories``
-    distinct values are categorical: their sorted distinct values get codes ``0..I-1``.
-    Floats, and integer columns with more distinct values, are continuous and go through
-    ``discretizer``. ``None``/``NaN`` (and ``missing_code`` in integer columns) become -1.
+    %(coding_rules)s
 
     Parameters
     ----------
-    discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
-        How continuous columns become codes (a :class:`Discretizer` strategy, or a
-        transformer such as scikit-learn's ``KBinsDiscretizer``, which is cloned). None makes a
-        continuous column an error.
-    n_bins : int, default=5
-        Bins of the built-in discretizers.
-    max_categories : int or None, default=None
-        Largest alphabet of a categorical column (None: ``get_config()["max_categories"]``, 64).
-    missing_code : int or None, default=-1
-        Value that marks a missing entry in integer columns; None for none.
+    %(discretizer)s
+    %(n_bins)s
+    %(max_categories)s
+    %(missing_code)s
 
     Attributes
     ----------
@@ -120,18 +153,21 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     cardinalities_ : ndarray of int64
         Alphabet size of every column.
     kinds_ : list of {"categorical", "codes", "discretized"}
+        Kind of every column: categorical values, integer codes used as they are, or
+        continuous values binned by the discretizer.
     categories_ : list of ndarray or None
         For categorical and code columns, the value of each code (sorted).
     discretizer_ : Discretizer or object or None
         Fitted discretizer of the continuous columns (in the order they appear).
     n_features_in_ : int
+        Number of columns seen by ``fit``.
     feature_names_in_ : ndarray of str
         Only when X has string column names.
 
     See Also
     --------
-    encode : the function form, returning codes, cardinalities, names and the encoder.
-    Discretizer : the discretizer of continuous columns.
+    encode : The function form, returning codes, cardinalities, names and the encoder.
+    Discretizer : The discretizer of continuous columns.
 
     Examples
     --------
@@ -157,34 +193,31 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.max_categories = max_categories
         self.missing_code = missing_code
 
+    @fill_doc(**ENCODING_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=False)  # a user discretizer is validated when it fits
     def fit(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> Encoder:
         """Learn the categories and bins of every column.
 
         Parameters
         ----------
-        X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-            Class labels, used only by a supervised discretizer (``"mdl"``).
-        feature_names : sequence of str, default=None
-            Names to use instead of DataFrame columns / ``x0, x1, ...``.
+        %(fit_params)s
 
         Returns
         -------
         self : Encoder
+            The fitted encoder (``kinds_``, ``categories_``, ``cardinalities_``, ...).
         """
         self._fit(X, y, feature_names)
         return self
 
+    @fill_doc(**ENCODING_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=False)
     def fit_transform(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> np.ndarray:
         """Fit, then return the codes of X (computed once).
 
         Parameters
         ----------
-        X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-        feature_names : sequence of str, default=None
+        %(fit_params)s
 
         Returns
         -------
@@ -301,12 +334,14 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._cont_idx = cont_idx
         return _compact(codes, cards)
 
+    @fill_doc(**ENCODING_FRAGMENTS)
     def transform(self, X: Any) -> np.ndarray:
         """Encode new data with the fitted categories and bins.
 
         Parameters
         ----------
-        X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+        %(X_columns)s
+            The columns must match those seen by ``fit``.
 
         Returns
         -------
@@ -385,43 +420,43 @@ def _compact(codes: np.ndarray, cards: np.ndarray) -> np.ndarray:
 
 
 class Encoded(NamedTuple):
-    """Result of :func:`encode`."""
+    """Result of :func:`encode`: the codes, their alphabet sizes and names, and the encoder.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples, n_features)
+        Integer codes ``0..I_n-1`` of every column n, -1 for missing.
+    cardinalities : ndarray of shape (n_features,)
+        Alphabet sizes ``I_n``.
+    feature_names : list of str
+        Column names (DataFrame columns, or ``x0, x1, ...``).
+    encoder : Encoder
+        The fitted :class:`Encoder`, whose ``transform`` encodes new data the same way.
+    """
 
     codes: np.ndarray
-    """(n_samples, n_features) integer codes ``0..I_n-1``, -1 for missing."""
     cardinalities: np.ndarray
-    """(n_features,) alphabet sizes ``I_n``."""
     feature_names: list
-    """Column names (DataFrame columns, or ``x0, x1, ...``)."""
     encoder: Encoder
-    """The fitted :class:`Encoder`, whose ``transform`` encodes new data the same way."""
 
 
+@fill_doc(**ENCODING_FRAGMENTS)
 def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int = 5,
            max_categories: int | None = None, feature_names: Sequence[str] | None = None,
            missing_code: int | None = -1) -> Encoded:
     """Encode raw data of any dtype as integer codes.
 
-    Strings, bools, pandas categoricals and integer columns with at most ``max_categories``
-    distinct values are categorical: their sorted distinct values get codes ``0..I-1``.
-    Floats, and integer columns with more distinct values, are continuous and go through
-    ``discretizer``. ``None``/``NaN`` (and ``missing_code`` in integer columns) become -1.
+    %(coding_rules)s
 
     Parameters
     ----------
-    X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
-    y : array-like, optional
-        Class labels, used only by a supervised discretizer (``"mdl"``).
-    discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
-        How continuous columns become codes. ``None`` makes a continuous column an error.
-    n_bins : int, default=5
-        Bins of the built-in discretizers.
-    max_categories : int, optional
-        Largest alphabet of a categorical column (default: ``get_config()["max_categories"]``, 64).
-    feature_names : sequence of str, optional
-        Names to use instead of DataFrame columns / ``x0, x1, ...``.
-    missing_code : int or None, default=-1
-        Value that marks a missing entry in integer columns (the code convention); None for none.
+    %(X_columns)s
+    %(y_supervised)s
+    %(discretizer)s
+    %(n_bins)s
+    %(max_categories)s
+    %(feature_names)s
+    %(missing_code)s
 
     Returns
     -------
@@ -452,8 +487,9 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    codes : ndarray of int64
-    classes : ndarray
+    codes : ndarray of shape (n_samples,), int64
+        The code ``0..C-1`` of every label.
+    classes : ndarray of shape (C,)
         The label of each code, sorted.
 
     Raises

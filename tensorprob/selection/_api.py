@@ -112,7 +112,7 @@ def select_features(X: Any, y: Any, k: int | str = 10, method: str = "jmi", **op
 
     See Also
     --------
-    get_selector : the class behind a method name.
+    get_selector : The class behind a method name.
 
     Examples
     --------

@@ -30,9 +30,11 @@ from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOp
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from .._device import resolve_device, resolve_dtype
+from .._docstrings import fill_doc
 from ..counting import SelectionData
 from ..encoding import Encoder, encode_labels
 from ._api import register
+from ._docs import SELECTOR_FRAGMENTS
 
 
 class _BaseSelector(SelectorMixin, BaseEstimator):
@@ -113,21 +115,23 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
         raise NotImplementedError  # pragma: no cover
 
     # ------------------------------------------------------------------ estimator API
+    @fill_doc
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> _BaseSelector:
         """Select features of ``X`` for the class labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (NumPy array, torch tensor or pandas DataFrame).
-        y : array-like of shape (n_samples,)
-            Class labels (any type; at least two classes, no missing label).
+        %(X_raw)s
+            Selectors on real values (HOFS, GMI) need finite floats instead.
+        %(y_labels)s
+            At least two classes.
 
         Returns
         -------
         self : object
-            The fitted selector.
+            The fitted selector (``selected_``, ``scores_``; ``transform`` keeps the selected
+            columns).
         """
         selected, scores = self._fit(X, y)
         self.selected_ = np.asarray(selected, dtype=np.int64)
@@ -146,6 +150,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
         return tags
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class CodedSelector(_BaseSelector):
     """Base of the selectors that work on integer codes (count-based, PDA, VMI, SPEC_CMI, GSM-CPD).
 
@@ -156,13 +161,7 @@ class CodedSelector(_BaseSelector):
 
     Attributes
     ----------
-    encoder_ : Encoder
-        The fitted encoder of X.
-    classes_ : ndarray
-        The class labels.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has column names.
+    %(coded_attributes)s
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -247,6 +246,7 @@ class GreedySelector(CodedSelector):
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class RealSelector(_BaseSelector):
     """Base of the selectors that work on real values (HOFS, GMI).
 
@@ -256,11 +256,7 @@ class RealSelector(_BaseSelector):
 
     Attributes
     ----------
-    classes_ : ndarray
-        The class labels.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has string column names.
+    %(real_attributes)s
     """
 
     def _check_X(self, X: Any) -> np.ndarray:

@@ -20,7 +20,8 @@ RMRMR    step 2: I(X_m;C|X_s1); then I(X_m;C) - (1/|S|) sum_j [I(X_m;X_j) - I(X_
 MIM, MIFS, MRMR, CIFE and MRI are linear in the sums: Brown et al.'s
 ``J = I(X_m;C) - beta sum_j I(X_m;X_j) + gamma sum_j I(X_m;X_j|C)`` with (beta, gamma) =
 (0, 0), (beta, 0), (1/|S|, 0), (1, 1) and (2/(|S|+1), 2/(|S|+1)); they share
-:class:`LinearCriterion`. The others have a criterion class each.
+:class:`LinearCriterion`. JMI, CMIM, JMIM and DISR keep a sum or minimum of one pairwise
+term (:class:`_PairwiseCriterion`); ICAP and RMRMR have a criterion class each.
 
 The first pick of every method is argmax I(X_m;C). Each update adds one (candidate, x_j,
 class) table for all candidates (RMRMR also the (candidate, x_r, x_j) tables of the new
@@ -28,6 +29,7 @@ ordered pairs); sums, minima and counts are kept incrementally.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
@@ -35,8 +37,10 @@ from typing import Any, ClassVar
 import torch
 from sklearn.utils._param_validation import Interval
 
+from .._docstrings import fill_doc
 from ..counting import SelectionData, joint_table, table_information
 from ._base import GreedySelector
+from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion
 
 _BROWN = ("Brown, G., Pocock, A., Zhao, M.-J. and Lujan, M. (2012). Conditional likelihood maximisation: "
@@ -98,73 +102,60 @@ class LinearCriterion(_SumsCriterion):
         return s
 
 
-class JMICriterion(_SumsCriterion):
+class _PairwiseCriterion(_SumsCriterion):
+    """``J`` = the running sum or minimum over the selected ``X_j`` of one pairwise term.
+
+    Parameters
+    ----------
+    name : str
+    term : callable
+        The term of every candidate against a new pick ``X_j``, from its
+        :class:`~tensorprob.counting.TableInformation` ``q``.
+    minimum : bool
+        Keep the minimum over the selected features instead of the sum.
+    """
+
+    def __init__(self, name: str, term: Callable[[Any], torch.Tensor], minimum: bool = False) -> None:
+        self.name, self.term, self.minimum = name, term, minimum
+
+    def start(self, data: SelectionData) -> None:
+        super().start(data)
+        self.acc = self._new_min() if self.minimum else self._new_sum()
+
+    def update(self, j: int) -> None:
+        t = self.term(self.data.pair_information(j))
+        if self.minimum:
+            self.acc = torch.minimum(self.acc, t)
+        else:
+            self.acc += t
+        super().update(j)
+
+    def scores(self) -> torch.Tensor:
+        return self.acc
+
+
+def _disr_term(q: Any) -> torch.Tensor:
+    return q.mi_xa_b / q.h_xab.clamp_min(torch.finfo(q.h_xab.dtype).tiny)
+
+
+def jmi_criterion() -> _PairwiseCriterion:
     """``J = sum_j I(X_m X_j; C)``."""
-
-    name = "jmi"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.sum_jmi = self._new_sum()
-
-    def update(self, j: int) -> None:
-        self.sum_jmi += self.data.pair_information(j).mi_xa_b
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.sum_jmi
+    return _PairwiseCriterion("jmi", lambda q: q.mi_xa_b)
 
 
-class CMIMCriterion(_SumsCriterion):
+def cmim_criterion() -> _PairwiseCriterion:
     """``J = min_j I(X_m; C | X_j)``."""
-
-    name = "cmim"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.min_cmi_y = self._new_min()
-
-    def update(self, j: int) -> None:
-        self.min_cmi_y = torch.minimum(self.min_cmi_y, self.data.pair_information(j).cmi_x_b_given_a)
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.min_cmi_y
+    return _PairwiseCriterion("cmim", lambda q: q.cmi_x_b_given_a, minimum=True)
 
 
-class JMIMCriterion(_SumsCriterion):
+def jmim_criterion() -> _PairwiseCriterion:
     """``J = min_j I(X_m X_j; C)``."""
-
-    name = "jmim"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.min_jmi = self._new_min()
-
-    def update(self, j: int) -> None:
-        self.min_jmi = torch.minimum(self.min_jmi, self.data.pair_information(j).mi_xa_b)
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.min_jmi
+    return _PairwiseCriterion("jmim", lambda q: q.mi_xa_b, minimum=True)
 
 
-class DISRCriterion(_SumsCriterion):
+def disr_criterion() -> _PairwiseCriterion:
     """``J = sum_j I(X_m X_j; C) / H(X_m X_j C)`` (a ratio: the same in any base)."""
-
-    name = "disr"
-
-    def start(self, data: SelectionData) -> None:
-        super().start(data)
-        self.sum_disr = self._new_sum()
-
-    def update(self, j: int) -> None:
-        q = self.data.pair_information(j)
-        self.sum_disr += q.mi_xa_b / q.h_xab.clamp_min(torch.finfo(q.h_xab.dtype).tiny)
-        super().update(j)
-
-    def scores(self) -> torch.Tensor:
-        return self.sum_disr
+    return _PairwiseCriterion("disr", _disr_term)
 
 
 class ICAPCriterion(_SumsCriterion):
@@ -242,46 +233,25 @@ def mri_criterion() -> LinearCriterion:
 
 
 # ---------------------------------------------------------------------------- estimators
-def _doc(acronym: str, title: str, formula: str, reference: str, picks: str, extra_params: str = "") -> str:
-    """The shared docstring of a classic selector (the family differs only in these fields)."""
-    return f"""{acronym} ({title}) feature selection.
+_TEMPLATE = """{summary}
 
-    Greedy forward selection by ``J = {formula}``; the first pick is ``argmax I(X_m;C)``.
+    Greedy forward selection by ``J = {formula}``{tail}; the first pick is ``argmax I(X_m;C)``.
     Plug-in estimates from counts (see :mod:`tensorprob.selection._classic`).
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to select.{extra_params}
-    discretizer : {{"uniform", "quantile", "mdl"}}, object with ``fit_transform`` or None, default="uniform"
-        How continuous columns become codes (integer columns with at most 64 values,
-        strings and bools are codes already); None makes continuous input an error.
-    n_bins : int, default=5
-        Bins of the built-in discretizers.
-    base : {{"e", 2}}, default="e"
-        Logarithm base of the reported scores (nats or bits).
-    device : {{"auto", "cpu", "cuda"}} or torch.device, default="auto"
-    dtype : str or torch.dtype, default=None
-        Float dtype of the computations (None: float64 on CPU, float32 on CUDA).
+    %(k)s{extra_params}
+    %(coded_params)s
 
     Attributes
     ----------
-    selected_ : ndarray of int
-        Selected features in pick order.
-    scores_ : ndarray of float
-        Criterion value of each pick.
-    encoder_ : Encoder
-        The fitted encoder of X.
-    classes_ : ndarray
-        The class labels.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has column names.
+    %(picks)s
+    %(coded_attributes)s
 
     See Also
     --------
-    select_features : the same by method name.
-    JMI, CMIM, MRMR : other criteria of the family.
+    select_features : The same by method name.
+    JMI, CMIM, MRMR : Other criteria of the family.
 
     Notes
     -----
@@ -290,22 +260,44 @@ def _doc(acronym: str, title: str, formula: str, reference: str, picks: str, ext
 
     References
     ----------
-    .. [1] {_BROWN}
+    .. [1] {brown}
     .. [2] {reference}
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from tensorprob import {acronym}
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
-    >>> {acronym}(k=2).fit(X, y).selected_.tolist()
+    >>> from tensorprob import {name}
+    %(example_xy)s
+    >>> {name}(k=2).fit(X, y).selected_.tolist()
     {picks}
     """
 
 
 class _ClassicSelector(GreedySelector):
-    """The parameters every classic selector shares (MIFS adds ``beta``)."""
+    """The parameters every classic selector shares (MIFS adds ``beta``).
+
+    A subclass names its criterion factory and the picks of its example in the class
+    statement, ``class MIM(_ClassicSelector, criterion=mim_criterion, picks="[4, 5]")``, and
+    writes a short docstring: a first paragraph ``NAME (title) by ``J``.``, with the criterion J
+    in double backquotes, then the reference of the method. Its ``method_name`` is its lower-case
+    name, and its full docstring is built from ``_TEMPLATE``.
+    """
+
+    _extra_params: ClassVar[str] = ""
+
+    def __init_subclass__(cls, criterion: Callable[..., Criterion] | None = None, picks: str = "",
+                          **kwargs: Any) -> None:
+        if criterion is not None:
+            cls.method_name = cls.__name__.lower()
+            cls._make_criterion = staticmethod(criterion)
+            first, reference = inspect.cleandoc(cls.__doc__).split("\n\n", 1)
+            summary, formula = " ".join(first.split()).split(" by ``", 1)
+            formula, tail = formula.split("``", 1)
+            doc = _TEMPLATE.format(summary=summary + " feature selection.", formula=formula, tail=tail.rstrip("."),
+                                   extra_params=cls._extra_params, brown=_BROWN,
+                                   reference=" ".join(reference.split()), name=cls.__name__, picks=picks)
+            cls.__doc__ = doc
+            fill_doc(cls, **SELECTOR_FRAGMENTS)
+        super().__init_subclass__(**kwargs)
 
     def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e",
                  device: Any = "auto", dtype: Any = None) -> None:
@@ -316,24 +308,28 @@ class _ClassicSelector(GreedySelector):
         self.device = device
         self.dtype = dtype
 
-
-class MIM(_ClassicSelector):
-    __doc__ = _doc("MIM", "mutual information maximisation", "I(X_m;C)",
-                   "Lewis, D. D. (1992). Feature selection and feature extraction for text categorization. "
-                   "Proceedings of the Workshop on Speech and Natural Language, 212-217.", "[4, 5]")
-    method_name = "mim"
-
     def _criterion(self) -> Criterion:
-        return mim_criterion()
+        return self._make_criterion()
 
 
-class MIFS(GreedySelector):
-    __doc__ = _doc("MIFS", "mutual information feature selection", "I(X_m;C) - beta sum_j I(X_m;X_j)",
-                   "Battiti, R. (1994). Using mutual information for selecting features in supervised neural "
-                   "net learning. IEEE Transactions on Neural Networks, 5(4), 537-550.", "[4, 5]",
-                   extra_params="\n    beta : float, default=1.0\n        Redundancy weight (beta = 1 is "
-                                "FID^{1,0} of Sun et al. 2020).")
-    method_name = "mifs"
+class MIM(_ClassicSelector, criterion=mim_criterion, picks="[4, 5]"):
+    """MIM (mutual information maximisation) by ``I(X_m;C)``.
+
+    Lewis, D. D. (1992). Feature selection and feature extraction for text categorization.
+    Proceedings of the Workshop on Speech and Natural Language, 212-217.
+    """
+
+
+class MIFS(_ClassicSelector, criterion=mifs_criterion, picks="[4, 5]"):
+    """MIFS (mutual information feature selection) by ``I(X_m;C) - beta sum_j I(X_m;X_j)``.
+
+    Battiti, R. (1994). Using mutual information for selecting features in supervised neural net
+    learning. IEEE Transactions on Neural Networks, 5(4), 537-550.
+    """
+
+    _extra_params = """
+    beta : float, default=1.0
+        Redundancy weight (beta = 1 is FID^{1,0} of Sun et al. 2020)."""
     _parameter_constraints: ClassVar[dict] = {**GreedySelector._parameter_constraints,
                                               "beta": [Interval(Real, 0, None, closed="left")]}
 
@@ -351,97 +347,75 @@ class MIFS(GreedySelector):
         return mifs_criterion(float(self.beta))
 
 
-class MRMR(_ClassicSelector):
-    __doc__ = _doc("MRMR", "minimum redundancy maximum relevance", "I(X_m;C) - (1/|S|) sum_j I(X_m;X_j)",
-                   "Peng, H., Long, F. and Ding, C. (2005). Feature selection based on mutual information: "
-                   "criteria of max-dependency, max-relevance, and min-redundancy. IEEE TPAMI, 27(8), 1226-1238.",
-                   "[4, 5]")
-    method_name = "mrmr"
+class MRMR(_ClassicSelector, criterion=mrmr_criterion, picks="[4, 5]"):
+    """MRMR (minimum redundancy maximum relevance) by ``I(X_m;C) - (1/|S|) sum_j I(X_m;X_j)``.
 
-    def _criterion(self) -> Criterion:
-        return mrmr_criterion()
+    Peng, H., Long, F. and Ding, C. (2005). Feature selection based on mutual information: criteria
+    of max-dependency, max-relevance, and min-redundancy. IEEE TPAMI, 27(8), 1226-1238.
+    """
 
 
-class CIFE(_ClassicSelector):
-    __doc__ = _doc("CIFE", "conditional infomax feature extraction",
-                   "I(X_m;C) - sum_j I(X_m;X_j) + sum_j I(X_m;X_j|C)",
-                   "Lin, D. and Tang, X. (2006). Conditional infomax learning: an integrated framework for "
-                   "feature extraction and fusion. ECCV 2006, 68-82.", "[4, 1]")
-    method_name = "cife"
+class CIFE(_ClassicSelector, criterion=cife_criterion, picks="[4, 1]"):
+    """CIFE (conditional infomax feature extraction) by ``I(X_m;C) - sum_j I(X_m;X_j) + sum_j I(X_m;X_j|C)``.
 
-    def _criterion(self) -> Criterion:
-        return cife_criterion()
+    Lin, D. and Tang, X. (2006). Conditional infomax learning: an integrated framework for feature
+    extraction and fusion. ECCV 2006, 68-82.
+    """
 
 
-class JMI(_ClassicSelector):
-    __doc__ = _doc("JMI", "joint mutual information", "sum_j I(X_m X_j; C)",
-                   "Yang, H. H. and Moody, J. (1999). Data visualization and feature selection: new algorithms "
-                   "for nongaussian data. NIPS 12, 687-693.", "[4, 1]")
-    method_name = "jmi"
+class JMI(_ClassicSelector, criterion=jmi_criterion, picks="[4, 1]"):
+    """JMI (joint mutual information) by ``sum_j I(X_m X_j; C)``.
 
-    def _criterion(self) -> Criterion:
-        return JMICriterion()
+    Yang, H. H. and Moody, J. (1999). Data visualization and feature selection: new algorithms for
+    nongaussian data. NIPS 12, 687-693.
+    """
 
 
-class CMIM(_ClassicSelector):
-    __doc__ = _doc("CMIM", "conditional mutual information maximisation", "min_j I(X_m; C | X_j)",
-                   "Fleuret, F. (2004). Fast binary feature selection with conditional mutual information. "
-                   "Journal of Machine Learning Research, 5, 1531-1555.", "[4, 1]")
-    method_name = "cmim"
+class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
+    """CMIM (conditional mutual information maximisation) by ``min_j I(X_m; C | X_j)``.
 
-    def _criterion(self) -> Criterion:
-        return CMIMCriterion()
+    Fleuret, F. (2004). Fast binary feature selection with conditional mutual information. Journal
+    of Machine Learning Research, 5, 1531-1555.
+    """
 
 
-class JMIM(_ClassicSelector):
-    __doc__ = _doc("JMIM", "joint mutual information maximisation", "min_j I(X_m X_j; C)",
-                   "Bennasar, M., Hicks, Y. and Setchi, R. (2015). Feature selection using joint mutual "
-                   "information maximisation. Expert Systems with Applications, 42(22), 8520-8532.", "[4, 1]")
-    method_name = "jmim"
+class JMIM(_ClassicSelector, criterion=jmim_criterion, picks="[4, 1]"):
+    """JMIM (joint mutual information maximisation) by ``min_j I(X_m X_j; C)``.
 
-    def _criterion(self) -> Criterion:
-        return JMIMCriterion()
+    Bennasar, M., Hicks, Y. and Setchi, R. (2015). Feature selection using joint mutual information
+    maximisation. Expert Systems with Applications, 42(22), 8520-8532.
+    """
 
 
-class DISR(_ClassicSelector):
-    __doc__ = _doc("DISR", "double input symmetrical relevance", "sum_j I(X_m X_j; C) / H(X_m X_j C)",
-                   "Meyer, P. E., Schretter, C. and Bontempi, G. (2008). Information-theoretic feature selection "
-                   "in microarray data using variable complementarity. IEEE J. Sel. Topics Signal Process., 2(3), "
-                   "261-274.", "[4, 1]")
-    method_name = "disr"
+class DISR(_ClassicSelector, criterion=disr_criterion, picks="[4, 1]"):
+    """DISR (double input symmetrical relevance) by ``sum_j I(X_m X_j; C) / H(X_m X_j C)``.
 
-    def _criterion(self) -> Criterion:
-        return DISRCriterion()
+    Meyer, P. E., Schretter, C. and Bontempi, G. (2008). Information-theoretic feature selection in
+    microarray data using variable complementarity. IEEE J. Sel. Topics Signal Process., 2(3),
+    261-274.
+    """
 
 
-class ICAP(_ClassicSelector):
-    __doc__ = _doc("ICAP", "interaction capping", "I(X_m;C) - sum_j max(0, I(X_m;X_j) - I(X_m;X_j|C))",
-                   "Jakulin, A. (2005). Machine learning based on attribute interactions. PhD thesis, University "
-                   "of Ljubljana.", "[4, 5]")
-    method_name = "icap"
+class ICAP(_ClassicSelector, criterion=ICAPCriterion, picks="[4, 5]"):
+    """ICAP (interaction capping) by ``I(X_m;C) - sum_j max(0, I(X_m;X_j) - I(X_m;X_j|C))``.
 
-    def _criterion(self) -> Criterion:
-        return ICAPCriterion()
+    Jakulin, A. (2005). Machine learning based on attribute interactions. PhD thesis, University of
+    Ljubljana.
+    """
 
 
-class MRI(_ClassicSelector):
-    __doc__ = _doc("MRI", "maximal relevance and independence",
-                   "I(X_m;C) - 2/(|S|+1) sum_j [I(X_m;X_j) - I(X_m;X_j|C)]",
-                   "Wang, J., Wei, J.-M., Yang, Z. and Wang, S.-Q. (2017). Feature selection by maximizing "
-                   "independent classification information. IEEE TKDE, 29(4), 828-841.", "[4, 1]")
-    method_name = "mri"
+class MRI(_ClassicSelector, criterion=mri_criterion, picks="[4, 1]"):
+    """MRI (maximal relevance and independence) by ``I(X_m;C) - 2/(|S|+1) sum_j [I(X_m;X_j) - I(X_m;X_j|C)]``.
 
-    def _criterion(self) -> Criterion:
-        return mri_criterion()
+    Wang, J., Wei, J.-M., Yang, Z. and Wang, S.-Q. (2017). Feature selection by maximizing independent
+    classification information. IEEE TKDE, 29(4), 828-841.
+    """
 
 
-class RMRMR(_ClassicSelector):
-    __doc__ = _doc("RMRMR", "relaxed minimum redundancy maximum relevance",
-                   "I(X_m;C) - (1/|S|) sum_j [I(X_m;X_j) - I(X_m;X_j|C)] - 1/(|S|(|S|-1)) sum_{s != r} "
-                   "I(X_m;X_r|X_s)`` (step 2: ``I(X_m;C|X_s1)",
-                   "Vinh, N. X., Zhou, S., Chan, J. and Bailey, J. (2016). Can high-order dependencies improve "
-                   "mutual information based feature selection? Pattern Recognition, 53, 46-58.", "[4, 1]")
-    method_name = "rmrmr"
+class RMRMR(_ClassicSelector, criterion=RMRMRCriterion, picks="[4, 1]"):
+    """RMRMR (relaxed minimum redundancy maximum relevance) by ``I(X_m;C) - (1/|S|) sum_j [I(X_m;X_j) -
+    I(X_m;X_j|C)] - 1/(|S|(|S|-1)) sum_{s != r} I(X_m;X_r|X_s)`` (step 2: ``I(X_m;C|X_s1)``).
 
-    def _criterion(self) -> Criterion:
-        return RMRMRCriterion()
+    Vinh, N. X., Zhou, S., Chan, J. and Bailey, J. (2016). Can high-order dependencies improve mutual
+    information based feature selection? Pattern Recognition, 53, 46-58.
+    """

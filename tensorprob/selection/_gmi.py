@@ -28,8 +28,10 @@ import numpy as np
 import torch
 
 from .._device import make_generator
+from .._docstrings import fill_doc
 from ..information._mst import pairwise_gmi
 from ._base import RealSelector
+from ._docs import SELECTOR_FRAGMENTS
 
 __all__ = ["GMI", "eliminate_by_total_dependency"]
 
@@ -57,6 +59,7 @@ def eliminate_by_total_dependency(D: torch.Tensor) -> tuple[list[int], list[floa
     return order[::-1], totals[::-1]
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class GMI(RealSelector):
     """GMI (conditional geometric mutual information) feature selection with the global FR statistic.
 
@@ -65,13 +68,9 @@ class GMI(RealSelector):
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to keep.
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-    dtype : str or torch.dtype, default=None
-        Float dtype of the computations (None: float64 on CPU, float32 on CUDA).
-    random_state : int, numpy Generator, torch.Generator or None, default=None
-        Seeds the half split and the within-class permutations of Alg. 1.
+    %(k)s
+    %(device_dtype_random_state)s
+        Here it draws the half split and the within-class permutations of Alg. 1.
 
     Attributes
     ----------
@@ -86,15 +85,11 @@ class GMI(RealSelector):
         Full ranking.
     mean_, scale_ : ndarray of shape (n_features,)
         Standardization of the input (used by the estimator, not by ``transform``).
-    classes_ : ndarray
-        The class labels.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has string column names.
+    %(real_attributes)s
 
     See Also
     --------
-    HOFS : the other selector on real values.
+    HOFS : The other selector on real values.
 
     Notes
     -----

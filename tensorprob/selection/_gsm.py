@@ -21,11 +21,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._config import progress_bar
 from .._device import make_generator, seed_from_random_state
+from .._docstrings import fill_doc
 from ..counting import unique_rows
 from ..cpd._fit import fit_batched
 from ..cpd._model import CPDModel
 from ..information._cpd import CPDInformation, stacked_information
 from ._base import CodedSelector
+from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import lowest_argmax
 
 
@@ -240,6 +242,7 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
                         np.asarray(ses, dtype=np.float64), int(rank), model, rank_errors)
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class GSMCPD(CodedSelector):
     """GSM-CPD (greedy submodular maximization on a CPD model) feature selection.
 
@@ -274,15 +277,14 @@ class GSMCPD(CodedSelector):
         The paper's large-data variant: refit the CPD of (X_{S+c}, Y) for every candidate c at
         every step (batched) and pick the best; costly.
     auto_tol : float, default=1e-3
+        Stopping threshold of ``k="auto"``, in nats: the selection stops when the best gain
+        of ``g`` falls below it.
     n_restarts, n_iter_max, tol : int, int, float, default=1, 200, 1e-6
         CPD fitting options (see :func:`tensorprob.fit_cpd`).
-    discretizer, n_bins
-        How continuous features become codes (default 5 equal-width bins), as in
-        :class:`tensorprob.MIM`.
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-    dtype : str or torch.dtype, default=None
-    random_state : int, numpy Generator, torch.Generator or None, default=None
-        Seeds the CPD fits and the model samples.
+    %(discretizer)s
+    %(n_bins)s
+    %(device_dtype_random_state)s
+        Here it seeds the CPD fits and the model samples.
 
     Attributes
     ----------
@@ -293,18 +295,17 @@ class GSMCPD(CodedSelector):
     scores_stderr_ : ndarray
         Monte-Carlo standard error of each score (0 for ``estimator="exact"``).
     rank_ : int
+        The CPD rank used (``rank``, or the one chosen among ``ranks``).
     model_ : CPDModel or None
         The fitted CPD of (X, y) (None with ``remodel=True``).
     rank_errors_ : ndarray or None
         Mean validation error of each candidate rank when the rank was chosen.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has column names.
+    %(coded_attributes)s
 
     See Also
     --------
-    JMI, VMI : greedy selectors on plug-in and variational estimates.
-    tensorprob.fit_cpd : the CPD model alone.
+    JMI, VMI : Greedy selectors on plug-in and variational estimates.
+    tensorprob.fit_cpd : The CPD model alone.
 
     Notes
     -----

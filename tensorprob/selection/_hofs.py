@@ -64,9 +64,11 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._device import chunk_rows, make_generator
+from .._docstrings import fill_doc
 from ..counting import joint_table, table_information
 from ..information._ica import fit_last_rows, spacing_entropy
 from ._base import RealSelector
+from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import lowest_argmax
 
 __all__ = ["HOFS", "hofs_select"]
@@ -196,13 +198,13 @@ def hofs_select(
     return selected, scores, subsets, relevance
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class HOFS(RealSelector):
     """HOFS (higher-order feature selection) by incremental ICA (independent component analysis).
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to select.
+    %(k)s
     bin_width : float, default=0.2
         Width of the plug-in entropy bins on features min-max scaled to [0, 1].
     threshold : float, default=0.2
@@ -214,11 +216,8 @@ class HOFS(RealSelector):
         Newton iterations of the ICA rows.
     conditional : {"ica", "plugin"}, default="ica"
         Estimator of ``H(y | x_i)`` in eq. 24 (see Notes).
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-    dtype : str or torch.dtype, default=None
-        Float dtype of the computations (None: float64 on CPU, float32 on CUDA).
-    random_state : int, numpy Generator, torch.Generator or None, default=None
-        Seeds the label dither and the ICA starts.
+    %(device_dtype_random_state)s
+        Here it draws the label dither and the ICA starts.
 
     Attributes
     ----------
@@ -232,16 +231,12 @@ class HOFS(RealSelector):
         Plug-in I(x_i; y) in nats.
     n_iter_ : int
         Number of forward-search steps (= k).
-    classes_ : ndarray
-        The class labels.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has string column names.
+    %(real_attributes)s
 
     See Also
     --------
-    GMI : the other selector on real values.
-    JMI : pairwise plug-in criterion on discretized data.
+    GMI : The other selector on real values.
+    JMI : Pairwise plug-in criterion on discretized data.
 
     Notes
     -----

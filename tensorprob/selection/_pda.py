@@ -16,10 +16,12 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._device import block_budget, chunk_ranges
+from .._docstrings import fill_doc
 from ..counting import SelectionData, gather_conditional, joint_table
 from ..information._variational import VariationalState
 from ._base import GreedySelector
 from ._classic import cife_criterion, mifs_criterion, mim_criterion
+from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion
 
 _MI_ORDERS = ((0, 0), (1, 0), (1, 1), (2, 1))
@@ -28,6 +30,19 @@ _SUN = ("Sun, Y., Wang, W., Kirley, M., Li, X. and Chan, J. (2020). Revisiting p
         "assumptions for information theoretic feature selection. AAAI 2020, 5908-5915.")
 _GAO = ("Gao, S., Ver Steeg, G. and Galstyan, A. (2016). Variational information maximization for feature "
         "selection. NIPS 29, 487-495.")
+_PDA_FRAGMENTS = {
+    **SELECTOR_FRAGMENTS,
+    "sun": _SUN,
+    "gao": _GAO,
+    "restart_threshold": """\
+restart_threshold : float, default=0.01
+    VI framework: the chain restarts when the bound grows by less than this (in the units
+    of ``base``).""",
+    "n_restarts": """\
+n_restarts_ : int
+    VI framework: how often the chain was dropped (see
+    :class:`~tensorprob.selection._pda.VariationalCriterion`).""",
+}
 
 
 class SampleMeanCriterion(Criterion):
@@ -197,6 +212,7 @@ class _PerSampleSelector(GreedySelector):
         return tags
 
 
+@fill_doc(**_PDA_FRAGMENTS)
 class PDA(_PerSampleSelector):
     """PDA (probability distribution assumptions) feature selection under FID, GMD or AMD.
 
@@ -206,34 +222,29 @@ class PDA(_PerSampleSelector):
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to select.
+    %(k)s
     distribution : {"fid", "gmd", "amd"}, default="amd"
+        The assumption on the joint distribution: fully independent, geometric mean or
+        arithmetic mean.
     framework : {"mi", "vi"}, default="mi"
+        Mutual information (sample-mean estimators) or variational information (lower
+        bound, as VMI).
     k1, k2 : int, default=1
         MI framework: orders of the conditional subsets, (k1, k2) in {(0,0), (1,0), (1,1),
         (2,1)} (FID: not (2,1), which the paper does not define). VI framework: the order of
         q is ``k1`` in {0, 1} (``k2`` is ignored).
-    restart_threshold : float, default=0.01
-        VI framework: the chain restarts when the bound grows by less than this (in the
-        units of ``base``).
-    discretizer, n_bins, base, device, dtype
-        As in :class:`tensorprob.MIM`.
+    %(restart_threshold)s
+    %(coded_params)s
 
     Attributes
     ----------
-    selected_ : ndarray of int
-        Selected features in pick order.
-    scores_ : ndarray of float
-        Criterion value of each pick.
-    n_restarts_ : int
-        VI framework only: how often the chain was dropped.
-    encoder_, classes_, n_features_in_, feature_names_in_
-        As in :class:`tensorprob.MIM`.
+    %(picks)s
+    %(n_restarts)s
+    %(coded_attributes)s
 
     See Also
     --------
-    VMI : the VI framework with naive or pairwise q.
+    VMI : The VI framework with naive or pairwise q.
     MIM, MIFS, CIFE : FID^{0,0}, FID^{1,0}, FID^{1,1}.
 
     Notes
@@ -247,15 +258,15 @@ class PDA(_PerSampleSelector):
 
     References
     ----------
-    .. [1] {sun}
-    .. [2] {gao}
+    .. [1]
+       %(sun)s
+    .. [2]
+       %(gao)s
 
     Examples
     --------
-    >>> import numpy as np
     >>> from tensorprob import PDA
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    %(example_xy)s
     >>> PDA(k=2, distribution="amd").fit(X, y).selected_.tolist()
     [4, 1]
     """
@@ -281,6 +292,7 @@ class PDA(_PerSampleSelector):
         return self.distribution, self.framework, self.k1, self.k2
 
 
+@fill_doc(**_PDA_FRAGMENTS)
 class VMI(_PerSampleSelector):
     """VMI (variational information maximization) feature selection.
 
@@ -291,13 +303,12 @@ class VMI(_PerSampleSelector):
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to select.
+    %(k)s
     q : {"naive", "pairwise"}, default="pairwise"
-    restart_threshold : float, default=0.01
-        The chain restarts when the bound grows by less than this (in the units of ``base``).
-    discretizer, n_bins, base, device, dtype
-        As in :class:`tensorprob.MIM`.
+        The auto-regressive q-distribution of the bound: each feature conditioned on the
+        class alone, or the geometric mean of its pairwise conditionals.
+    %(restart_threshold)s
+    %(coded_params)s
 
     Attributes
     ----------
@@ -306,25 +317,22 @@ class VMI(_PerSampleSelector):
     scores_ : ndarray of float
         The bound at each pick: lower bounds of ``I(X_S; Y)`` (nats unless ``base=2``) of the
         chain in force when the feature was added.
-    n_restarts_ : int
-        How often the chain was dropped.
-    encoder_, classes_, n_features_in_, feature_names_in_
-        As in :class:`tensorprob.MIM`.
+    %(n_restarts)s
+    %(coded_attributes)s
 
     See Also
     --------
-    PDA : ``PDA(framework="vi")`` with the same bound and other q-distributions.
+    PDA : Its VI framework, ``PDA(framework="vi")``, has the same bound and other q-distributions.
 
     References
     ----------
-    .. [1] {gao}
+    .. [1]
+       %(gao)s
 
     Examples
     --------
-    >>> import numpy as np
     >>> from tensorprob import VMI
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    %(example_xy)s
     >>> VMI(k=2).fit(X, y).selected_.tolist()
     [4, 1]
     """
@@ -347,6 +355,3 @@ class VMI(_PerSampleSelector):
         order = 0 if self.q == "naive" else 1
         return "gmd", "vi", order, order
 
-
-PDA.__doc__ = PDA.__doc__.replace("{sun}", _SUN).replace("{gao}", _GAO)
-VMI.__doc__ = VMI.__doc__.replace("{gao}", _GAO)

@@ -1,14 +1,16 @@
 """SPEC_CMI (spectral conditional mutual information, Nguyen et al. 2014): not greedy."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
+from .._docstrings import fill_doc
 from ._base import CodedSelector
+from ._classic import _ClassicSelector
+from ._docs import SELECTOR_FRAGMENTS
 
 
+@fill_doc(**SELECTOR_FRAGMENTS)
 class SPECCMI(CodedSelector):
     """SPEC_CMI (spectral relaxation of the conditional mutual information criterion) feature selection.
 
@@ -18,10 +20,8 @@ class SPECCMI(CodedSelector):
 
     Parameters
     ----------
-    k : int or "all", default=10
-        Number of features to select.
-    discretizer, n_bins, base, device, dtype
-        As in :class:`tensorprob.MIM`.
+    %(k)s
+    %(coded_params)s
 
     Attributes
     ----------
@@ -31,12 +31,11 @@ class SPECCMI(CodedSelector):
         The eigenvector entries of the selected features.
     Q_ : ndarray of shape (n_features, n_features)
         The matrix of the relaxed quadratic program.
-    encoder_, classes_, n_features_in_, feature_names_in_
-        As in :class:`tensorprob.MIM`.
+    %(coded_attributes)s
 
     See Also
     --------
-    CMIM : the greedy criterion with the same conditional informations.
+    CMIM : The greedy criterion with the same conditional informations.
 
     Notes
     -----
@@ -50,24 +49,15 @@ class SPECCMI(CodedSelector):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from tensorprob import SPECCMI
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3
+    %(example_xy)s
     >>> SPECCMI(k=2).fit(X, y).selected_.tolist()
     [4, 1]
     """
 
     method_name = "spec_cmi"
 
-    def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e",
-                 device: Any = "auto", dtype: Any = None) -> None:
-        self.k = k
-        self.discretizer = discretizer
-        self.n_bins = n_bins
-        self.base = base
-        self.device = device
-        self.dtype = dtype
+    __init__ = _ClassicSelector.__init__  # the same parameters as the classic selectors
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
         data = self._selection_data(codes, cards, y, n_classes, device, dtype)

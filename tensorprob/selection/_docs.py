@@ -1,0 +1,58 @@
+"""Docstring fragments shared by the selectors, for :func:`tensorprob._docstrings.fill_doc`.
+
+A selector's docstring names them on lines of their own (``%(coded_params)s``), indented as
+the entry would be; ``@fill_doc(**SELECTOR_FRAGMENTS)`` fills them, together with the
+package-wide fragments (``device``, ``dtype``, ``random_state``, ...).
+"""
+from __future__ import annotations
+
+from .._docstrings import FRAGMENTS
+from ..encoding._encode import ENCODING_FRAGMENTS
+
+__all__ = ["SELECTOR_FRAGMENTS"]
+
+_BASE = """\
+base : {"e", 2}, default="e"
+    Logarithm base of the information quantities and of the reported scores: nats
+    (``"e"``) or bits (``2``)."""
+
+_N_FEATURES_IN = """\
+n_features_in_ : int
+    Number of features seen by ``fit``.
+feature_names_in_ : ndarray of str
+    Names of the features seen by ``fit``; only when X has string column names."""
+
+SELECTOR_FRAGMENTS: dict[str, str] = {
+    "k": """\
+k : int or "all", default=10
+    Number of features to select; ``"all"`` ranks every feature.""",
+    "discretizer": ENCODING_FRAGMENTS["discretizer"],
+    "n_bins": ENCODING_FRAGMENTS["n_bins"],
+    "base": _BASE,
+    # the trailing parameters of every selector on integer codes
+    "coded_params": "\n".join([ENCODING_FRAGMENTS["discretizer"], ENCODING_FRAGMENTS["n_bins"], _BASE,
+                               FRAGMENTS["device"], FRAGMENTS["dtype"]]),
+    # the trailing parameters of the selectors that draw random numbers
+    "device_dtype_random_state": "\n".join([FRAGMENTS["device"], FRAGMENTS["dtype"], FRAGMENTS["random_state"]]),
+    "picks": """\
+selected_ : ndarray of int
+    Selected features in pick order.
+scores_ : ndarray of float
+    Criterion value of each pick (in the units of ``base``).""",
+    # the trailing attributes of the selectors on integer codes / on real values
+    "coded_attributes": """\
+encoder_ : Encoder
+    The fitted encoder of X (its ``transform`` gives the codes the selection saw).
+classes_ : ndarray
+    The class labels, sorted.
+""" + _N_FEATURES_IN,
+    "real_attributes": """\
+classes_ : ndarray
+    The class labels, sorted.
+""" + _N_FEATURES_IN,
+    # the data of the examples on integer codes: the class is the sum of features 1 and 4 (mod 3)
+    "example_xy": """\
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.integers(0, 3, (300, 6)); y = (X[:, 1] + X[:, 4]) % 3""",
+}
