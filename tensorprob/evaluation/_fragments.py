@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+from .._docstrings import FRAGMENTS
+
 __all__ = ["EVAL_FRAGMENTS"]
 
 EVAL_FRAGMENTS: dict[str, str] = {
@@ -19,10 +21,9 @@ X : array-like or pandas.DataFrame of shape (n_samples, n_features)
     "split_seed": """\
 random_state : int, numpy.random.Generator or None, default=0
     Seed of the split or fold assignment (``None``: fresh entropy, not reproducible).""",
-    "dataset": """\
+    "dataset_fitted": """\
 dataset : str, default=""
-    Value of the ``dataset`` column.""",
-    "return_fitted": """\
+    Value of the ``dataset`` column.
 return_fitted : bool, default=False
     Also return the fitted selectors, keyed by ``(method, split)``.""",
     "protocol_returns": """\
@@ -45,3 +46,6 @@ alpha : float, default=0.05
 value : str, default="error"
     The compared column; lower is better.""",
 }
+# the options every protocol ends with, in signature order: composed, so the text stays in one place
+EVAL_FRAGMENTS["protocol_options"] = "\n".join(
+    (EVAL_FRAGMENTS["split_seed"], FRAGMENTS["progress"], EVAL_FRAGMENTS["dataset_fitted"]))

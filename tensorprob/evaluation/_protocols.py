@@ -114,8 +114,7 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
         inputs="codes"), "continuous": "1nn"}``); otherwise the label is the name or the class
         name of the estimator.
     %(progress)s
-    %(dataset)s
-    %(return_fitted)s
+    %(dataset_fitted)s
 
     Returns
     -------
@@ -176,10 +175,7 @@ def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tup
     %(test_size)s
     classifier : str, estimator or dict, default="1nn"
         One classifier, or several as a dict label -> spec (see :func:`evaluate_splits`).
-    %(split_seed)s
-    %(progress)s
-    %(dataset)s
-    %(return_fitted)s
+    %(protocol_options)s
 
     Returns
     -------
@@ -243,10 +239,7 @@ def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = N
         Repeats of the stratified K-fold (ignored under leave-one-out).
     classifiers : str, estimator, sequence or dict, default=("linear_svm",)
         See :func:`evaluate_splits`.
-    %(split_seed)s
-    %(progress)s
-    %(dataset)s
-    %(return_fitted)s
+    %(protocol_options)s
 
     Returns
     -------
