@@ -113,6 +113,13 @@ def add_cp_apr_ref_args(ap) -> None:
                     help="chess cp_apr seconds from the same earlier CPU run (for speedup_vs_this)")
 
 
+def add_options(ap, options: dict) -> None:
+    """``--<name>`` options from a table ``{name: (default, help[, choices])}``; the type is the default's (str for None)."""
+    for name, (default, help_, *choices) in options.items():
+        ap.add_argument(f"--{name}", type=str if default is None else type(default), default=default, help=help_,
+                        choices=choices[0] if choices else None)
+
+
 def devices_or_exit(ap, arg: str) -> list[str]:
     """:func:`parse_devices`, turning its ValueError into an argparse error (exit status 2)."""
     try:
@@ -255,9 +262,9 @@ def cross_rows(outer: tuple[str, list], inner: tuple[str, list], columns, cell) 
     return [{oname: o, iname: i, **{c: cell(o, i, c) for c in columns}} for o in ovals for i in ivals]
 
 
-def report_head(quick: bool, info: list[dict], columns: list[str]) -> list[str]:
-    """The quick-run warning (with ``quick``) and the ``## Data`` table of a reproduction report."""
-    out = ["**Quick smoke run:** tiny settings; not a reproduction.", ""] if quick else []
+def report_head(quick: bool, info: list[dict], columns: list[str], settings: str = "tiny settings") -> list[str]:
+    """The quick-run warning (with ``quick``, naming its ``settings``) and the ``## Data`` table of a report."""
+    out = [f"**Quick smoke run:** {settings}; not a reproduction.", ""] if quick else []
     return out + ["## Data", "", markdown(info, columns), ""]
 
 
@@ -280,6 +287,14 @@ def separate_fits(codes, ranks, folds, **fit_kw) -> None:
             w = np.zeros(len(codes))
             w[tr] = 1.0
             tp.fit_cpd(codes, rank=rk, sample_weight=w, random_state=0, **fit_kw)
+
+
+def per_dataset(df, names):
+    """``(name, rows of df with that dataset)`` for every name with rows, in the order of ``names``."""
+    for name in names:
+        d = df[df["dataset"] == name]
+        if not d.empty:
+            yield name, d
 
 
 class Timer:
@@ -439,13 +454,15 @@ class Script:
         self._commit = None
 
     def parser(self, *, quick: str = "", from_csv: bool = False, seed: bool = True, repeats: int | None = None,
-               repeats_help: str = "", devices: bool = False, peers: bool | None = None, tag: str = ""):
+               repeats_help: str = "", devices: bool = False, peers: bool | None = None, tag: str = "",
+               options: dict | None = None):
         """An ArgumentParser with the shared options.
 
         Always ``--out-dir``, ``--tag`` and ``--threads``; ``--quick`` when ``quick`` (its help text),
         ``--from-csv`` when ``from_csv``, ``--seed`` when ``seed``, ``--repeats`` when ``repeats`` or
         ``repeats_help`` is given (default ``repeats``), ``--devices`` when ``devices`` and
-        ``--no-peers`` when ``peers`` is not None; ``tag`` is the default of ``--tag``.
+        ``--no-peers`` when ``peers`` is not None; ``tag`` is the default of ``--tag``; ``options`` adds the
+        script's own (see :func:`add_options`).
         """
         import argparse
 
@@ -471,7 +488,13 @@ class Script:
         ap.add_argument("--tag", default=tag, help="appended to every output name: --tag cuda writes e.g. x_cuda.csv")
         ap.add_argument("--threads", type=int, default=self.threads,
                         help="torch / BLAS threads (default $TENSORPROB_THREADS or the script's default)")
+        add_options(ap, options or {})
         return ap
+
+    def cli(self, argv=None, **parser_kw):
+        """:meth:`parser` (``parser_kw``, kept as ``self.ap`` for ``ap.error``) then :meth:`parse`; returns the args."""
+        self.ap = self.parser(**parser_kw)
+        return self.parse(self.ap, argv)
 
     def parse(self, ap, argv=None):
         """Parse, set torch's threads, resolve ``--devices`` (into ``args.device_list``); returns the args."""
