@@ -114,7 +114,10 @@ def add_cp_apr_ref_args(ap) -> None:
 
 
 def add_options(ap, options: dict) -> None:
-    """``--<name>`` options from a table ``{name: (default, help[, choices])}``; the type is the default's (str for None)."""
+    """``--<name>`` options from a table ``{name: (default, help[, choices])}``.
+
+    The type is the default's (str for a ``None`` default).
+    """
     for name, (default, help_, *choices) in options.items():
         ap.add_argument(f"--{name}", type=str if default is None else type(default), default=default, help=help_,
                         choices=choices[0] if choices else None)
@@ -257,7 +260,10 @@ def device_table(rows: list[dict], keys: list[str], value: str, devices: list[st
 
 
 def cross_rows(outer: tuple[str, list], inner: tuple[str, list], columns, cell) -> list[dict]:
-    """Table rows for every (outer, inner) pair: ``{outer_name: o, inner_name: i, c: cell(o, i, c) for c in columns}``."""
+    """Table rows for every (outer, inner) pair.
+
+    Each row is ``{outer_name: o, inner_name: i}`` plus ``cell(o, i, c)`` in every column ``c`` of ``columns``.
+    """
     (oname, ovals), (iname, ivals) = outer, inner
     return [{oname: o, iname: i, **{c: cell(o, i, c) for c in columns}} for o in ovals for i in ivals]
 
@@ -526,7 +532,7 @@ class Script:
         return self._commit
 
     def bench_parser(self, quick: str = "", *, peers: bool = True, repeats_help: str = BENCH_REPEATS):
-        """:meth:`parser` of a timing script: ``--quick``, ``--devices``, ``--repeats``, ``--no-peers``; no ``--seed``."""
+        """:meth:`parser` of a timing script: ``--quick``, ``--devices``, ``--repeats``, ``--no-peers`` (no ``--seed``)."""
         return self.parser(quick=quick, seed=False, repeats_help=repeats_help, devices=True, peers=peers)
 
     def start(self, ap, argv=None, warm=None, note="", base=None):

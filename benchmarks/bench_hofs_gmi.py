@@ -77,7 +77,8 @@ def main(argv=None):
     ap = SCRIPT.bench_parser("smaller sizes", repeats_help=BENCH_REPEATS + "; the scipy loop always runs once")
     ap.add_argument("--mst-check", type=int, default=20,
                     help="trees checked against scipy where the full scipy loop does not run")
-    args = SCRIPT.start(ap, argv, warm, lambda a: f"; full scipy MST loop: {'no (--no-peers)' if a.no_peers else 'yes'}")
+    args = SCRIPT.start(ap, argv, warm,
+                        lambda a: f"; full scipy MST loop: {'no (--no-peers)' if a.no_peers else 'yes'}")
     devices = args.device_list
     rows: list[dict] = []
     failed: list[str] = []

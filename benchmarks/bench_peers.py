@@ -186,7 +186,8 @@ def cpd_rows(maxiters: int, devices=("cpu",), peers=True, repeats=None, cp_apr_r
 
 
 def main(argv=None):
-    ap = SCRIPT.bench_parser("wine and breast_cancer only, k=10, short cp_apr", repeats_help=TP_REPEATS.format("selection"))
+    ap = SCRIPT.bench_parser("wine and breast_cancer only, k=10, short cp_apr",
+                             repeats_help=TP_REPEATS.format("selection"))
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a peer may take per run")
     ap.add_argument("--datasets", help="comma-separated dataset names (tensorprob.datasets.load_dataset)")
     ap.add_argument("--k", type=int, default=50)
@@ -196,7 +197,8 @@ def main(argv=None):
     libraries = []
 
     def note(args):
-        libraries.extend(lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if not args.no_peers and available(lib))
+        if not args.no_peers:
+            libraries.extend(lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if available(lib))
         return f"\npeers installed: {'not run (--no-peers)' if args.no_peers else ', '.join(libraries) or 'none'}"
 
     args = SCRIPT.start(ap, argv, warm, note)

@@ -65,7 +65,8 @@ def datasets(quick, names=None):
 
 
 def main(argv=None):
-    ap = SCRIPT.bench_parser("MNIST only, k=20, small scaling table", peers=False, repeats_help=TP_REPEATS.format("row"))
+    ap = SCRIPT.bench_parser("MNIST only, k=20, small scaling table", peers=False,
+                             repeats_help=TP_REPEATS.format("row"))
     ap.add_argument("--datasets", help="comma-separated subset of mnist,chess,splice,optdigits")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling tables")
     args = SCRIPT.start(ap, argv, warm, " (peers: bench_peers.py)",

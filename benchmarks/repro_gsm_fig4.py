@@ -52,7 +52,8 @@ OPTIONS = {"datasets": ("chess,mnist", "comma-separated subset of chess,mnist"),
            "kmax": (50, "largest k (paper: 50, or N when smaller)"),
            "n-samples": (5000, "GSM-CPD model samples T (paper: 1000-5000)"),
            "rank": ("cv", "'cv' (5-fold CV over 5,10,15,20,30 per split; paper) or a rank"),
-           "estimator": ("rao_blackwell", "GSM-CPD MC estimator (paper: 'mc', the plug-in form)", ["rao_blackwell", "mc"]),
+           "estimator": ("rao_blackwell", "GSM-CPD MC estimator (paper: 'mc', the plug-in form)",
+                         ["rao_blackwell", "mc"]),
            "label-rank": (30, "also run GSMCPD(target='label') with this fixed rank as a diagnostic (0: skip)"),
            "inputs": ("codes,continuous", "1-NN inputs, comma-separated from codes,continuous (first = main table)")}
 INPUT_TEXT = {"codes": "1-NN on 5 equal-width bin codes (bins fitted on the training part, like the selectors'; "
