@@ -98,18 +98,29 @@ def parse_devices(arg: str = "auto") -> list[str]:
     return out
 
 
-def add_common_args(ap, peers: bool = True, repeats_help: str = "") -> None:
-    """The options every benchmark script shares: --devices, --out-dir, --tag, --repeats, --no-peers."""
-    ap.add_argument("--devices", default="auto",
-                    help="comma-separated devices: cpu, cuda, cpu,cuda or auto (cpu plus cuda when available)")
-    ap.add_argument("--out-dir", default=RESULTS, help=f"where the CSV goes (default {RESULTS})")
-    ap.add_argument("--tag", default="", help="appended to the CSV file name: --tag cuda writes e.g. gsm_cuda.csv")
-    ap.add_argument("--repeats", type=int, default=None,
-                    help=repeats_help or "timed runs per row, median reported (default: 1 on CPU; on CUDA 3 "
-                                         "when the first run is under 2 s)")
-    ap.add_argument("--no-peers", action="store_true",
-                    help="tensorprob rows only: skip the CPU peer libraries" if peers else
-                    "accepted for uniform command lines (this script runs no peers)")
+BENCH_REPEATS = ("timed runs per row, median reported (default: 1 on CPU; on CUDA 3 when the first run is under "
+                 "2 s)")
+TP_REPEATS = ("timed runs per tensorprob {}, median reported (default: CPU best of 3 on small data, else 1 run; "
+              "CUDA median of 3 when a run is under 2 s)")
+
+
+def add_cp_apr_ref_args(ap) -> None:
+    """``--cp-apr-loglik`` / ``--cp-apr-seconds``: a chess cp_apr reference from an earlier CPU run."""
+    ap.add_argument("--cp-apr-loglik", type=float, default=None,
+                    help="chess cp_apr log-likelihood per sample from an earlier CPU run (used when cp_apr is "
+                         "not run here, for s_to_cp_apr_loglik)")
+    ap.add_argument("--cp-apr-seconds", type=float, default=None,
+                    help="chess cp_apr seconds from the same earlier CPU run (for speedup_vs_this)")
+
+
+def add_options(ap, options: dict) -> None:
+    """``--<name>`` options from a table ``{name: (default, help[, choices])}``.
+
+    The type is the default's (str for a ``None`` default).
+    """
+    for name, (default, help_, *choices) in options.items():
+        ap.add_argument(f"--{name}", type=str if default is None else type(default), default=default, help=help_,
+                        choices=choices[0] if choices else None)
 
 
 def devices_or_exit(ap, arg: str) -> list[str]:
@@ -150,6 +161,16 @@ def timed(fn, device, repeats=None, under: float = 2.0, reduce: str = "median"):
     secs = float(np.min(times) if reduce == "min" else np.median(times))
     label = "1 run" if len(times) == 1 else f"{'best' if reduce == 'min' else 'median'} of {len(times)}"
     return secs, out, label
+
+
+def timed_selection(run, device, repeats=None, small: bool = False):
+    """:func:`timed` for a selection: CPU best of 3 when ``small`` (else one run), CUDA as :func:`timed`.
+
+    An explicit ``repeats`` gives the median of that many everywhere.
+    """
+    if repeats is None and not is_cuda(device):
+        return timed(run, device, 3 if small else 1, reduce="min")
+    return timed(run, device, repeats)
 
 
 def warm_up(devices, fn) -> None:
@@ -231,6 +252,55 @@ def pivot(rows: list[dict], keys: list[str], value: str, devices: list[str], suf
         k = tuple(r.get(c, "") for c in keys)
         out.setdefault(k, dict(zip(keys, k)))[f"{r['device']}{suffix}"] = r[value]
     return list(out.values())
+
+
+def device_table(rows: list[dict], keys: list[str], value: str, devices: list[str]) -> str:
+    """Markdown of :func:`pivot`: one row per ``keys``, one ``<device> s`` column per device (after a newline)."""
+    return "\n" + markdown(pivot(rows, keys, value, devices), keys + [f"{d} s" for d in devices])
+
+
+def cross_rows(outer: tuple[str, list], inner: tuple[str, list], columns, cell) -> list[dict]:
+    """Table rows for every (outer, inner) pair.
+
+    Each row is ``{outer_name: o, inner_name: i}`` plus ``cell(o, i, c)`` in every column ``c`` of ``columns``.
+    """
+    (oname, ovals), (iname, ivals) = outer, inner
+    return [{oname: o, iname: i, **{c: cell(o, i, c) for c in columns}} for o in ovals for i in ivals]
+
+
+def report_head(quick: bool, info: list[dict], columns: list[str], settings: str = "tiny settings") -> list[str]:
+    """The quick-run warning (with ``quick``, naming its ``settings``) and the ``## Data`` table of a report."""
+    out = [f"**Quick smoke run:** {settings}; not a reproduction.", ""] if quick else []
+    return out + ["## Data", "", markdown(info, columns), ""]
+
+
+def load_with_ks(name: str, k_step: int = 10):
+    """``(X, y, meta, ks)``: a data set of ``tensorprob.datasets`` and its k grid 10..min(100, N) by ``k_step``."""
+    import tensorprob as tp
+
+    X, y, meta = tp.datasets.load_dataset(name)
+    return X, y, meta, list(range(10, min(100, meta["n_features"]) + 1, k_step))
+
+
+def separate_fits(codes, ranks, folds, **fit_kw) -> None:
+    """What ``select_rank`` batches, one fit at a time: every rank on every training fold (as sample weights)."""
+    import numpy as np
+
+    import tensorprob as tp
+
+    for rk in ranks:
+        for tr, _ in folds:
+            w = np.zeros(len(codes))
+            w[tr] = 1.0
+            tp.fit_cpd(codes, rank=rk, sample_weight=w, random_state=0, **fit_kw)
+
+
+def per_dataset(df, names):
+    """``(name, rows of df with that dataset)`` for every name with rows, in the order of ``names``."""
+    for name in names:
+        d = df[df["dataset"] == name]
+        if not d.empty:
+            yield name, d
 
 
 class Timer:
@@ -386,15 +456,19 @@ class Script:
         capped = default_threads or _threads_arg()  # a script with torch's default still honours --threads
         self.threads = threads_from_argv(default=default_threads) if capped else 0
         self.args = None
+        self.csv = ""
+        self._commit = None
 
     def parser(self, *, quick: str = "", from_csv: bool = False, seed: bool = True, repeats: int | None = None,
-               repeats_help: str = "", devices: bool = False, peers: bool | None = None):
+               repeats_help: str = "", devices: bool = False, peers: bool | None = None, tag: str = "",
+               options: dict | None = None):
         """An ArgumentParser with the shared options.
 
         Always ``--out-dir``, ``--tag`` and ``--threads``; ``--quick`` when ``quick`` (its help text),
         ``--from-csv`` when ``from_csv``, ``--seed`` when ``seed``, ``--repeats`` when ``repeats`` or
         ``repeats_help`` is given (default ``repeats``), ``--devices`` when ``devices`` and
-        ``--no-peers`` when ``peers`` is not None.
+        ``--no-peers`` when ``peers`` is not None; ``tag`` is the default of ``--tag``; ``options`` adds the
+        script's own (see :func:`add_options`).
         """
         import argparse
 
@@ -417,10 +491,16 @@ class Script:
                             help="tensorprob rows only: skip the CPU peer libraries" if peers else
                             "accepted for uniform command lines (this script runs no peers)")
         ap.add_argument("--out-dir", default=RESULTS, help=f"where results go (default {RESULTS})")
-        ap.add_argument("--tag", default="", help="appended to every output name: --tag cuda writes e.g. x_cuda.csv")
+        ap.add_argument("--tag", default=tag, help="appended to every output name: --tag cuda writes e.g. x_cuda.csv")
         ap.add_argument("--threads", type=int, default=self.threads,
                         help="torch / BLAS threads (default $TENSORPROB_THREADS or the script's default)")
+        add_options(ap, options or {})
         return ap
+
+    def cli(self, argv=None, **parser_kw):
+        """:meth:`parser` (``parser_kw``, kept as ``self.ap`` for ``ap.error``) then :meth:`parse`; returns the args."""
+        self.ap = self.parser(**parser_kw)
+        return self.parse(self.ap, argv)
 
     def parse(self, ap, argv=None):
         """Parse, set torch's threads, resolve ``--devices`` (into ``args.device_list``); returns the args."""
@@ -438,13 +518,55 @@ class Script:
 
     def path(self, part: str = "", ext: str = "csv") -> str:
         """``<out_dir>/<name>[_<part>][_quick][_<tag>].<ext>``."""
-        base = self.name + (f"_{part}" if part else "") + ("_quick" if self.quick else "")
+        return self.out(self.name + (f"_{part}" if part else "") + ("_quick" if self.quick else ""), ext)
+
+    def out(self, base: str, ext: str = "csv") -> str:
+        """``<out_dir>/<base>[_<tag>].<ext>``."""
         return out_path(self.args.out_dir, base, self.args.tag, ext)
 
     @property
     def commit(self) -> str:
-        """The checkout that produces the results (see :func:`git_state`)."""
-        return git_state(__file__)
+        """The checkout that produces the results (see :func:`git_state`; read once)."""
+        if self._commit is None:
+            self._commit = git_state(__file__)
+        return self._commit
+
+    def bench_parser(self, quick: str = "", *, peers: bool = True, repeats_help: str = BENCH_REPEATS):
+        """:meth:`parser` of a timing script: ``--quick``, ``--devices``, ``--repeats``, ``--no-peers`` (no ``--seed``)."""
+        return self.parser(quick=quick, seed=False, repeats_help=repeats_help, devices=True, peers=peers)
+
+    def start(self, ap, argv=None, warm=None, note="", base=None):
+        """Parse (:meth:`parse`), print machine / commit / devices (plus ``note``), warm up CUDA with ``warm``.
+
+        ``note`` and ``base`` may be functions of the parsed args.
+
+        The CSV of :meth:`save` is ``<out_dir>/<base>[_<tag>].csv``; ``base`` (a string, or a function of the
+        parsed args) defaults to ``name[_quick]``.
+        """
+        args = self.parse(ap, argv)
+        base = base(args) if callable(base) else base
+        note = note(args) if callable(note) else note
+        self.csv = self.out(base) if base else self.path()
+        print(f"machine: {machine()}\ncommit: {self.commit}\ndevices: {', '.join(args.device_list)}{note}\n",
+              flush=True)
+        if warm is not None:
+            warm_up(args.device_list, warm)
+        return args
+
+    def save(self, rows: list[dict]) -> None:
+        """Checkpoint: ``rows`` with the device and commit columns (:func:`annotate`) to the CSV of :meth:`start`."""
+        write_csv(self.csv, annotate(rows, self.commit))
+
+    def sections(self, name: str, fn, rows: list[dict], failed: list[str], save_rows=None, **row) -> None:
+        """``fn(device)`` under :func:`guarded` for every device, saving ``save_rows`` (default ``rows``) after each."""
+        for dev in self.args.device_list:
+            guarded(name, lambda dev=dev: fn(dev), rows, failed, device=dev, **row)
+            self.save(rows if save_rows is None else save_rows())
+
+    def done(self, failed: list[str]) -> None:
+        """Say where the CSV went; exit status 1 when a section failed."""
+        print(f"\nwrote {self.csv}")
+        finish(failed)
 
     def header(self, recorded: str | None = None) -> str:
         """One line: the command, the machine and the commit (``recorded`` when rebuilding from CSV)."""
@@ -489,6 +611,11 @@ class Script:
             for k in (*_LEGACY_COMMIT_KEYS, "total_minutes"):
                 r.pop(k, None)
         return rows, total, commit
+
+    def publish(self, text: str) -> None:
+        """Write the markdown report (:meth:`write_text`) and print it."""
+        self.write_text(text)
+        print(text)
 
     def write_text(self, text: str, ext: str = "md") -> str:
         path = self.path("", ext)

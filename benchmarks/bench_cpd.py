@@ -11,34 +11,29 @@ Timings, not tests.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 import warnings
 
-import numpy as np
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
+    Script,
+    add_cp_apr_ref_args,
+    device_table,
     guarded,
     have,
     is_cuda,
-    machine,
     markdown,
-    out_path,
-    pivot,
+    separate_fits,
     sync,
     timed,
-    warm_up,
-    write_csv,
 )
+
+SCRIPT = Script("cpd", __doc__, default_threads=0)  # torch's default threads unless --threads
+
+import numpy as np
+import torch
 
 import tensorprob as tp
 from tensorprob.cpd._fit import prepare_data
@@ -226,12 +221,7 @@ def rank_search(name, X, y, rows, n_iter_max, ranks=(5, 10, 15, 20, 30), cv=5, d
                                   cardinalities=cards[:-1])
 
         def separate(dev=dev):
-            for rk in ranks:
-                for tr, _ in folds:
-                    w = np.zeros(len(yc))
-                    w[tr] = 1.0
-                    tp.fit_cpd(prep.codes, rank=rk, sample_weight=w, random_state=0, n_iter_max=n_iter_max,
-                               device=dev, cardinalities=cards)
+            separate_fits(prep.codes, ranks, folds, n_iter_max=n_iter_max, device=dev, cardinalities=cards)
 
         tb, res, lb = timed(batched, dev, repeats)
         ts, _, ls = timed(separate, dev, repeats)
@@ -243,26 +233,13 @@ def rank_search(name, X, y, rows, n_iter_max, ranks=(5, 10, 15, 20, 30), cv=5, d
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small settings (a minute or two)")
-    add_common_args(ap)
-    ap.add_argument("--cp-apr-loglik", type=float, default=None,
-                    help="chess cp_apr log-likelihood per sample from an earlier CPU run (used when cp_apr is "
-                         "not run here, for s_to_cp_apr_loglik)")
-    ap.add_argument("--cp-apr-seconds", type=float, default=None,
-                    help="chess cp_apr seconds from the same earlier CPU run (for speedup_vs_this)")
-    args = ap.parse_args(argv)
-    devices = devices_or_exit(ap, args.devices)
+    ap = SCRIPT.bench_parser("small settings (a minute or two)")
+    add_cp_apr_ref_args(ap)
+    args = SCRIPT.start(ap, argv, warm, lambda a: f"; peers: {not a.no_peers}")
+    devices = args.device_list
     q, peers, reps = args.quick, not args.no_peers, args.repeats
-    commit = git_state(__file__)
-    path = out_path(args.out_dir, "cpd_quick" if q else "cpd", args.tag)
     rows: list[dict] = []
     failed: list[str] = []
-    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}; peers: {peers}\n", flush=True)
-    warm_up(devices, warm)
-
-    def save():
-        write_csv(path, annotate(rows, commit))
 
     def mnist_engine():
         Xm, ym = tp.datasets.load_mnist_subset()
@@ -293,7 +270,7 @@ def main(argv=None):
         sections.append(("rank search", rank_mnist))
     for name, fn in sections:
         guarded(name, fn, rows, failed)
-        save()
+        SCRIPT.save(rows)
 
     cols = ["section", "data", "method", "device", "s_per_iter", "s_total", "iterations", "loglik",
             "s_to_cp_apr_loglik", "speedup_vs_this", "timing", "note"]
@@ -302,10 +279,8 @@ def main(argv=None):
         ours = [dict(r, method=r["method"].replace(f"tensorprob {r['device']} ", "tensorprob ")) for r in rows
                 if str(r.get("method", "")).startswith("tensorprob")
                 or (r["section"] == "rank search" and "method" in r)]
-        print("\n" + markdown(pivot(ours, ["section", "data", "method"], "s_total", devices),
-                               ["section", "data", "method"] + [f"{d} s" for d in devices]))
-    print(f"\nwrote {path}")
-    finish(failed)
+        print(device_table(ours, ["section", "data", "method"], "s_total", devices))
+    SCRIPT.done(failed)
 
 
 if __name__ == "__main__":

@@ -13,23 +13,23 @@ log-likelihoods, picks), the peak memory against the memory budget, and writes
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common
+from _common import Script, machine, markdown, write_csv
+
+SCRIPT = Script("gpu", __doc__, default_threads=0)  # torch's default threads unless --threads
+
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common
-from _common import git_state, machine, markdown, write_csv
-
 import tensorprob as tp
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DEV = "cuda"
 
 
@@ -95,6 +95,14 @@ def planted(n=70000):
     return _PLANTED[n]
 
 
+def data_sets(args):
+    """MNIST-5k (plus the planted 70k set unless --quick) and k (10 with --quick, else 50)."""
+    sets = [("MNIST-5k", *mnist()[:2])]
+    if not args.quick:
+        sets.append(("planted 70k x 784", *planted()))
+    return sets, 10 if args.quick else 50
+
+
 # ------------------------------------------------------------------ sections
 def sec_em(args, bw, rows, extra):
     sets = [("MNIST-5k + label", *mnist()[:2])]
@@ -148,11 +156,7 @@ def sec_em(args, bw, rows, extra):
         return tp.select_rank(Xc, yc, ranks=ranks, cv=cv, random_state=0, n_iter_max=30, device=DEV)
 
     def separate():
-        for rk in ranks:
-            for tr, _ in folds:
-                w = np.zeros(len(yc))
-                w[tr] = 1.0
-                tp.fit_cpd(codes, rank=rk, sample_weight=w, random_state=0, n_iter_max=30, device=DEV)
+        _common.separate_fits(codes, ranks, folds, n_iter_max=30, device=DEV)
 
     tb, res = timed(batched, 1)
     ts, _ = timed(separate, 1)
@@ -163,10 +167,7 @@ def sec_em(args, bw, rows, extra):
 
 
 def sec_select(args, bw, rows, extra):
-    sets = [("MNIST-5k", *mnist()[:2])]
-    if not args.quick:
-        sets.append(("planted 70k x 784", *planted()))
-    k = 10 if args.quick else 50
+    sets, k = data_sets(args)
     picks = {}
     for name, Xc, yc in sets:
         M, N = Xc.shape
@@ -206,10 +207,7 @@ def sec_gsm(args, bw, rows, extra):
 
 
 def sec_vmi(args, bw, rows, extra):
-    sets = [("MNIST-5k", *mnist()[:2])]
-    if not args.quick:
-        sets.append(("planted 70k x 784", *planted()))
-    k = 10 if args.quick else 50
+    sets, k = data_sets(args)
     for name, Xc, yc in sets:
         M, N = Xc.shape
         for q in ("naive", "pairwise"):
@@ -255,7 +253,7 @@ def sec_memory(args, bw, rows, extra):
                          "note": f"peak / budget = {peak / (budget_mib * 2**20):.2f}"})
 
 
-def sec_profile(args, out_dir, tag):
+def sec_profile(args):
     from torch.profiler import ProfilerActivity, profile
 
     Xc, yc, _ = mnist()
@@ -272,7 +270,7 @@ def sec_profile(args, out_dir, tag):
         jobs["em_planted70k_10it"] = lambda: tp.fit_cpd(np.column_stack([P, py]), rank=20, device=DEV, n_iter_max=10,
                                                         tol=0.0, random_state=0)
         jobs["jmi_planted70k_k10"] = lambda: tp.select_features(P, py, 10, method="jmi", device=DEV)
-    with open(os.path.join(out_dir, f"profile_{tag}.txt"), "w") as fh:
+    with open(SCRIPT.out("profile", "txt"), "w") as fh:
         for name, fn in jobs.items():
             fn()  # warm
             sync()
@@ -285,12 +283,9 @@ def sec_profile(args, out_dir, tag):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes (MNIST-5k only, k=10)")
+    ap = SCRIPT.parser(quick="small sizes (MNIST-5k only, k=10)", seed=False, tag="cuda")
     ap.add_argument("--sections", default="em,select,gsm,profile,vmi,memory")
-    ap.add_argument("--out-dir", default=RESULTS)
-    ap.add_argument("--tag", default="cuda")
-    args = ap.parse_args(argv)
+    args = SCRIPT.parse(ap, argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench_gpu.py needs a CUDA device (torch.cuda.is_available() is False)")
     os.makedirs(args.out_dir, exist_ok=True)
@@ -300,7 +295,7 @@ def main(argv=None):
     props = torch.cuda.get_device_properties(0)
     info = {"machine": machine(), "gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
             "sm_count": props.multi_processor_count, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "commit": git_state(__file__)}
+            "commit": SCRIPT.commit}
     tp.select_features(np.zeros((10, 3), dtype=np.int64) + np.arange(3), np.arange(10) % 2, 1, device=DEV)  # warm
     bw = copy_bandwidth()
     info["copy_bandwidth_gbs"] = round(bw / 1e9, 1)
@@ -308,7 +303,7 @@ def main(argv=None):
     rows: list[dict] = []
     extra: dict = {}
     funcs = {"em": sec_em, "select": sec_select, "gsm": sec_gsm, "vmi": sec_vmi, "memory": sec_memory,
-             "profile": lambda a, b, r, e: sec_profile(a, args.out_dir, args.tag)}
+             "profile": lambda a, b, r, e: sec_profile(a)}
     for name in secs:
         fn = funcs.get(name)
         if fn is not None:
@@ -321,12 +316,12 @@ def main(argv=None):
 
                 traceback.print_exc()
             print(f"[{name}: {time.perf_counter() - t0:.1f} s]", flush=True)
-            write_csv(os.path.join(args.out_dir, f"gpu_{args.tag}.csv"), [dict(r, **info) for r in rows])
+            write_csv(SCRIPT.out("gpu"), [dict(r, **info) for r in rows])
     cols = ["section", "data", "variant", "seconds", "bytes_now", "floor_now_s", "x_floor_now", "bytes_codes",
             "x_floor_codes", "syncs_per_call", "peak_gib", "note"]
     print(markdown(rows, cols))
     print(json.dumps(extra, indent=1))
-    with open(os.path.join(args.out_dir, f"gpu_{args.tag}.json"), "w") as fh:
+    with open(SCRIPT.out("gpu", "json"), "w") as fh:
         json.dump({"info": info, "extra": extra}, fh, indent=1)
 
 

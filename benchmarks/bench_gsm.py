@@ -11,27 +11,14 @@ Prints markdown tables and writes benchmarks/results/gsm[_quick][_TAG].csv. Timi
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    timed,
-    warm_up,
-    write_csv,
-)
+from _common import Script, device_table, markdown, timed
+
+SCRIPT = Script("gsm", __doc__, default_threads=0)  # torch's default threads unless --threads
 
 import tensorprob as tp
 
@@ -58,23 +45,14 @@ def warm(device):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="k=10 instead of 50, no planted 70k set")
-    add_common_args(ap, peers=False)
-    args = ap.parse_args(argv)
-    devices = devices_or_exit(ap, args.devices)
+    ap = SCRIPT.bench_parser("k=10 instead of 50, no planted 70k set", peers=False)
+    args = SCRIPT.start(ap, argv, warm)
+    devices = args.device_list
     k = 10 if args.quick else 50
-    commit = git_state(__file__)
-    path = out_path(args.out_dir, "gsm_quick" if args.quick else "gsm", args.tag)
-    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}\n", flush=True)
-    warm_up(devices, warm)
     X, y = tp.datasets.load_mnist_subset()
     rows: list[dict] = []
     vmi_rows: list[dict] = []
     failed: list[str] = []
-
-    def save():
-        write_csv(path, annotate(rows + vmi_rows, commit))
 
     def gsm(dev):
         tf, model, label = timed(lambda: tp.fit_cpd(X, rank=20, y=y, device=dev, random_state=0), dev, args.repeats)
@@ -93,9 +71,7 @@ def main(argv=None):
                          "stderr_at_k": float(sel.scores_stderr_[-1]),
                          "first_picks": " ".join(map(str, sel.selected_[:5]))})
 
-    for dev in devices:
-        guarded("gsm", lambda dev=dev: gsm(dev), rows, failed, device=dev)
-        save()
+    SCRIPT.sections("gsm", gsm, rows, failed, lambda: rows + vmi_rows)
     print(markdown(rows, ["device", "variant", "seconds", "timing", "g_at_k", "stderr_at_k", "first_picks", "note"]))
 
     def vmi(name, Xs, ys, dev):
@@ -111,18 +87,14 @@ def main(argv=None):
         planted = tp.datasets.make_latent_class(70000, [5] * 784 + [10], 10, random_state=0)
         sets.append(("planted 70k x 784", planted.X[:, :784], planted.X[:, 784]))
     for name, Xs, ys in sets:
-        for dev in devices:
-            guarded("vmi", lambda name=name, Xs=Xs, ys=ys, dev=dev: vmi(name, Xs, ys, dev), vmi_rows, failed,
-                    data=name, device=dev)
-            save()
+        SCRIPT.sections("vmi", lambda dev, name=name, Xs=Xs, ys=ys: vmi(name, Xs, ys, dev), vmi_rows, failed,
+                        lambda: rows + vmi_rows, data=name)
     print()
     print(markdown(vmi_rows, ["data", "device", "variant", "seconds", "timing", "bound_at_k", "restarts", "note"]))
     if len(devices) > 1:
         both = [dict(r, data=r.get("data", "MNIST-5k")) for r in rows + vmi_rows]
-        print("\n" + markdown(pivot(both, ["data", "variant"], "seconds", devices),
-                              ["data", "variant"] + [f"{d} s" for d in devices]))
-    print(f"\nwrote {path}")
-    finish(failed)
+        print(device_table(both, ["data", "variant"], "seconds", devices))
+    SCRIPT.done(failed)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,14 @@ the full loop everywhere (the check on --mst-check trees stays).
 
 Prints markdown tables and writes benchmarks/results/hofs_gmi[_quick][_TAG].csv. ``--quick``: smaller sizes.
 """
-import argparse
 import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import BENCH_REPEATS, Script, device_table, sync, timed
+
+SCRIPT = Script("hofs_gmi", __doc__)  # one thread by default: caps the pools before NumPy / torch start them
 
 import numpy as np
 import torch
@@ -27,24 +31,6 @@ from scipy.spatial.distance import cdist
 from sklearn.decomposition import PCA
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    sync,
-    timed,
-    warm_up,
-    write_csv,
-)
 
 from tensorprob import GMI, HOFS
 from tensorprob.datasets import load_keel, load_mnist_subset
@@ -88,29 +74,17 @@ def warm(dev):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (default 1: on a small shared machine more threads oversubscribe; "
-                         "0: torch's default)")
+    ap = SCRIPT.bench_parser("smaller sizes", repeats_help=BENCH_REPEATS + "; the scipy loop always runs once")
     ap.add_argument("--mst-check", type=int, default=20,
                     help="trees checked against scipy where the full scipy loop does not run")
-    add_common_args(ap, repeats_help="timed runs per row, median reported (default: 1 on CPU; on CUDA 3 when "
-                                     "the first run is under 2 s); the scipy loop always runs once")
-    args = ap.parse_args(argv)
-    devices = devices_or_exit(ap, args.devices)
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    commit = git_state(__file__)
-    path = out_path(args.out_dir, "hofs_gmi_quick" if args.quick else "hofs_gmi", args.tag)
-    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}; full scipy MST loop: "
-          f"{'no (--no-peers)' if args.no_peers else 'yes'}", flush=True)
-    warm_up(devices, warm)
+    args = SCRIPT.start(ap, argv, warm,
+                        lambda a: f"; full scipy MST loop: {'no (--no-peers)' if a.no_peers else 'yes'}")
+    devices = args.device_list
     rows: list[dict] = []
     failed: list[str] = []
 
-    def save():
-        write_csv(path, annotate([dict(r, quick=args.quick) for r in rows], commit))
+    def save_rows():
+        return [dict(r, quick=args.quick) for r in rows]
 
     # ---------------- HOFS
     k = 10 if args.quick else 30
@@ -130,10 +104,8 @@ def main(argv=None):
                      "k": k, "timing": label})
 
     for name, X, y in data:
-        for dev in devices:
-            guarded("hofs", lambda name=name, X=X, y=y, dev=dev: hofs(name, X, y, dev), rows, failed, bench="hofs",
-                    dataset=name, device=dev)
-            save()
+        SCRIPT.sections("hofs", lambda dev, name=name, X=X, y=y: hofs(name, X, y, dev), rows, failed, save_rows,
+                        bench="hofs", dataset=name)
     # ---------------- GMI on MNIST PCA-30
     sizes = (100, 300, 500) if args.quick else (100, 300, 500, 2000)
     full_loop_dev = None if args.no_peers else ("cpu" if "cpu" in devices else devices[0])
@@ -171,15 +143,11 @@ def main(argv=None):
     for n in sizes:
         idx = rng.choice(Xm.shape[0], n, replace=False)
         X, y = Xm[idx], ym[idx]
-        for dev in devices:
-            guarded("gmi", lambda n=n, X=X, y=y, dev=dev: gmi(n, X, y, dev), rows, failed, bench="gmi", n=n, device=dev)
-            save()
+        SCRIPT.sections("gmi", lambda dev, n=n, X=X, y=y: gmi(n, X, y, dev), rows, failed, save_rows, bench="gmi", n=n)
     if len(devices) > 1:
-        print("\n" + markdown(pivot(rows, ["bench", "dataset", "n"], "seconds", devices),
-                              ["bench", "dataset", "n"] + [f"{d} s" for d in devices]))
-    save()
-    print(f"\nwrote {path}")
-    finish(failed)
+        print(device_table(rows, ["bench", "dataset", "n"], "seconds", devices))
+    SCRIPT.save(save_rows())
+    SCRIPT.done(failed)
 
 
 if __name__ == "__main__":

@@ -30,32 +30,27 @@ count tensor, rank 10): seconds and log-likelihood per sample.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (
-    add_common_args,
-    annotate,
+    TP_REPEATS,
+    Script,
+    add_cp_apr_ref_args,
     call_with_timeout,
-    devices_or_exit,
-    finish,
-    git_state,
+    device_table,
     guarded,
     have,
-    is_cuda,
     machine,
     markdown,
-    out_path,
-    pivot,
-    timed,
-    warm_up,
-    write_csv,
+    timed_selection,
 )
+
+SCRIPT = Script("peers", __doc__, default_threads=0)  # torch's default threads unless --threads
+
+import numpy as np
 
 import tensorprob as tp
 from tensorprob.evaluation import selection_agreement
@@ -63,25 +58,17 @@ from tensorprob.evaluation import selection_agreement
 warnings.simplefilter("ignore")
 
 # (peer library, peer method, tensorprob method, tensorprob options, definition note; "" = same definition)
-PAIRS = [
-    ("skfeature", "MIM", "mim", {}, ""),
-    ("skfeature", "MIFS", "mifs", {"beta": 0.5}, ""),
-    ("skfeature", "MRMR", "mifs", {"beta": 0.8}, ""),
-    ("skfeature", "JMI", "jmi", {}, "skfeature: fixed beta 0.8, gamma 0.5 instead of 1/|S|"),
-    ("skfeature", "CIFE", "cife", {}, ""),
-    ("skfeature", "CMIM", "cmim", {}, ""),
-    ("skfeature", "ICAP", "cmim", {}, ""),
-    ("skfeature", "DISR", "disr", {}, "skfeature divides the DISR sum by sum(1 + I(f; f_j))"),
-    ("ITMO_FS", "MIM", "mim", {}, ""),
-    ("ITMO_FS", "MIFS", "mifs", {"beta": 0.5}, ""),
-    ("ITMO_FS", "MRMR", "mrmr", {}, ""),
-    ("ITMO_FS", "JMI", "jmi", {}, ""),
-    ("ITMO_FS", "CIFE", "cife", {}, ""),
-    ("ITMO_FS", "CMIM", "cmim", {}, ""),
-    ("ITMO_FS", "ICAP", "icap", {}, "ITMO_FS clips the summed term, max(0, sum(...)), not sum(max(0, ...))"),
-    ("ITMO_FS", "MRI", "mri", {}, ""),
-    ("mrmr_selection", "mrmr_classif", "mrmr", {}, "F-statistic / Pearson mRMR, not MI"),
-]
+_JMI_NOTE = "skfeature: fixed beta 0.8, gamma 0.5 instead of 1/|S|"
+_DISR_NOTE = "skfeature divides the DISR sum by sum(1 + I(f; f_j))"
+_ICAP_NOTE = "ITMO_FS clips the summed term, max(0, sum(...)), not sum(max(0, ...))"
+_B5, _B8 = {"beta": 0.5}, {"beta": 0.8}
+PAIRS = [("skfeature", peer, ours, opts, note) for peer, ours, opts, note in (
+    ("MIM", "mim", {}, ""), ("MIFS", "mifs", _B5, ""), ("MRMR", "mifs", _B8, ""), ("JMI", "jmi", {}, _JMI_NOTE),
+    ("CIFE", "cife", {}, ""), ("CMIM", "cmim", {}, ""), ("ICAP", "cmim", {}, ""), ("DISR", "disr", {}, _DISR_NOTE))]
+PAIRS += [("ITMO_FS", peer, ours, opts, _ICAP_NOTE if peer == "ICAP" else "") for peer, ours, opts in (
+    ("MIM", "mim", {}), ("MIFS", "mifs", _B5), ("MRMR", "mrmr", {}), ("JMI", "jmi", {}), ("CIFE", "cife", {}),
+    ("CMIM", "cmim", {}), ("ICAP", "icap", {}), ("MRI", "mri", {}))]
+PAIRS += [("mrmr_selection", "mrmr_classif", "mrmr", {}, "F-statistic / Pearson mRMR, not MI")]
 # skfeature's LCSI family as (beta, gamma), from its wrappers' source. The wrappers themselves
 # (MIM.mim, MIFS.mifs, ...) return the rank transform of the picks even with mode="index" in
 # skfeature-chappers 1.2.1 (they call lcsi in its default "rank" mode), so we call lcsi directly.
@@ -161,10 +148,7 @@ def selector_rows(names, k_max, timeout, libraries, devices=("cpu",), repeats=No
                 def run(X=X, y=y, k=k, method=method, dev=dev, opts=opts):
                     return tp.select_features(X, y, k, method=method, device=dev, **opts).selected_.tolist()
 
-                if repeats is None and not is_cuda(dev):
-                    secs, sel, timing = timed(run, dev, 3 if X.size < 10**6 else 1, reduce="min")
-                else:
-                    secs, sel, timing = timed(run, dev, repeats)
+                secs, sel, timing = timed_selection(run, dev, repeats, X.size < 10**6)
                 ours[key] = (secs, sel)
                 tp_rows.append({"section": "tensorprob", "data": data, "k": k, "tensorprob": tp_label(method, opts),
                                 "device": dev, "tensorprob s": secs, "timing": timing,
@@ -194,7 +178,6 @@ def selector_rows(names, k_max, timeout, libraries, devices=("cpu",), repeats=No
 
 
 def cpd_rows(maxiters: int, devices=("cpu",), peers=True, repeats=None, cp_apr_ref=(None, None)):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_cpd import chess_vs_cp_apr
 
     rows = []
@@ -203,44 +186,32 @@ def cpd_rows(maxiters: int, devices=("cpu",), peers=True, repeats=None, cp_apr_r
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="wine and breast_cancer only, k=10, short cp_apr")
+    ap = SCRIPT.bench_parser("wine and breast_cancer only, k=10, short cp_apr",
+                             repeats_help=TP_REPEATS.format("selection"))
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a peer may take per run")
     ap.add_argument("--datasets", help="comma-separated dataset names (tensorprob.datasets.load_dataset)")
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--cp-apr-iters", type=int, default=200,
                     help="cp_apr outer iterations on chess (0: skip the chess CPD section)")
-    ap.add_argument("--cp-apr-loglik", type=float, default=None,
-                    help="chess cp_apr log-likelihood from an earlier CPU run (used when cp_apr is not run here)")
-    ap.add_argument("--cp-apr-seconds", type=float, default=None, help="chess cp_apr seconds from that run")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    add_common_args(ap, repeats_help="timed runs per tensorprob selection, median reported (default: CPU best of 3 "
-                                     "on small data, else 1 run; CUDA median of 3 when a run is under 2 s)")
-    args = ap.parse_args(argv)
-    devices = devices_or_exit(ap, args.devices)
-    if args.threads:
-        import torch
+    add_cp_apr_ref_args(ap)
+    libraries = []
 
-        torch.set_num_threads(args.threads)
+    def note(args):
+        if not args.no_peers:
+            libraries.extend(lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if available(lib))
+        return f"\npeers installed: {'not run (--no-peers)' if args.no_peers else ', '.join(libraries) or 'none'}"
+
+    args = SCRIPT.start(ap, argv, warm, note)
+    devices = args.device_list
     names = (args.datasets.split(",") if args.datasets else
              ["wine", "breast_cancer"] if args.quick else
              ["wine", "breast_cancer", "ionosphere", "splice", "chess", "optdigits", "mnist"])
     k = 10 if args.quick else args.k
     peers = not args.no_peers
-    libraries = [lib for lib in ("skfeature", "ITMO_FS", "mrmr_selection") if peers and available(lib)]
-    commit = git_state(__file__)
-    base = "peers_quick" if args.quick else "peers"
-    path = out_path(args.out_dir, base, args.tag)
-    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)}\n"
-          f"peers installed: {'not run (--no-peers)' if not peers else ', '.join(libraries) or 'none'}\n", flush=True)
-    warm_up(devices, warm)
-    rows: list[dict] = []
-    tp_rows: list[dict] = []
-    cpd: list[dict] = []
-    failed: list[str] = []
+    rows, tp_rows, cpd, failed = [], [], [], []  # peer rows, tensorprob rows, chess CPD rows, failed sections
 
     def save():
-        write_csv(path, annotate(rows + tp_rows + cpd, commit))
+        SCRIPT.save(rows + tp_rows + cpd)
 
     guarded("selectors", lambda: selector_rows(names, k, args.timeout, libraries, devices, args.repeats, peers,
                                                rows, tp_rows), tp_rows, failed)
@@ -249,8 +220,7 @@ def main(argv=None):
             "peer s", "speedup", "note"]
     table = markdown(rows, cols) if peers else "(peers not run: --no-peers)"
     print("\n" + table)
-    tp_cols = ["data", "k", "tensorprob"] + [f"{d} s" for d in devices]
-    tp_table = markdown(pivot(tp_rows, ["data", "k", "tensorprob"], "tensorprob s", devices), tp_cols)
+    tp_table = device_table(tp_rows, ["data", "k", "tensorprob"], "tensorprob s", devices).lstrip("\n")
     print("\ntensorprob seconds per device:\n\n" + tp_table)
     if args.cp_apr_iters:
         guarded("chess", lambda: cpd.extend(cpd_rows(20 if args.quick else args.cp_apr_iters, devices, peers,
@@ -261,12 +231,10 @@ def main(argv=None):
                 "speedup_vs_this", "timing", "note"]
     if cpd:
         print("\n" + markdown(cpd, cpd_cols))
-    with open(out_path(args.out_dir, base, args.tag, "md"), "w") as fh:
-        fh.write(f"machine: {machine()}\n\ncommit: {commit}\n\npeers: {', '.join(libraries) or 'none'}; k = {k}; "
-                 f"peer time limit {args.timeout:g} s\n\n{table}\n\ntensorprob seconds per device:\n\n{tp_table}\n\n"
-                 + (markdown(cpd, cpd_cols) + "\n" if cpd else ""))
-    print(f"\nwrote {path}")
-    finish(failed)
+    SCRIPT.write_text(f"machine: {machine()}\n\ncommit: {SCRIPT.commit}\n\npeers: {', '.join(libraries) or 'none'}; "
+                      f"k = {k}; peer time limit {args.timeout:g} s\n\n{table}\n\ntensorprob seconds per device:\n\n"
+                      f"{tp_table}\n\n" + (markdown(cpd, cpd_cols) + "\n" if cpd else ""))
+    SCRIPT.done(failed)
 
 
 if __name__ == "__main__":

@@ -11,30 +11,16 @@ mrmr_selection) and the agreement of the selections are in ``bench_peers.py``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (
-    add_common_args,
-    annotate,
-    devices_or_exit,
-    finish,
-    git_state,
-    guarded,
-    is_cuda,
-    machine,
-    markdown,
-    out_path,
-    pivot,
-    timed,
-    warm_up,
-    write_csv,
-)
+from _common import TP_REPEATS, Script, device_table, guarded, markdown, timed_selection
+
+SCRIPT = Script("selectors", __doc__, default_threads=0)  # torch's default threads unless --threads
+
+import numpy as np
 
 import tensorprob as tp
 
@@ -55,10 +41,7 @@ def ours(method, opts, X, y, k, device, repeats=None, small=False):
     def run():
         return tp.select_features(X, y, k, method=method, device=device, **opts)
 
-    if repeats is None and not is_cuda(device):
-        secs, sel, label = timed(run, device, 3 if small else 1, reduce="min")
-    else:
-        secs, sel, label = timed(run, device, repeats)
+    secs, sel, label = timed_selection(run, device, repeats, small)
     return secs, sel.selected_.tolist(), label
 
 
@@ -82,26 +65,17 @@ def datasets(quick, names=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="MNIST only, k=20, small scaling table")
+    ap = SCRIPT.bench_parser("MNIST only, k=20, small scaling table", peers=False,
+                             repeats_help=TP_REPEATS.format("row"))
     ap.add_argument("--datasets", help="comma-separated subset of mnist,chess,splice,optdigits")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling tables")
-    add_common_args(ap, peers=False, repeats_help="timed runs per tensorprob row, median reported (default: CPU best of 3 "
-                                     "on small data, else 1 run; CUDA median of 3 when a run is under 2 s)")
-    args = ap.parse_args(argv)
-    devices = devices_or_exit(ap, args.devices)
-    commit = git_state(__file__)
-    base = "selectors_partial" if args.no_scaling else "selectors_quick" if args.quick else "selectors"
-    path = out_path(args.out_dir, base, args.tag)
-    print(f"machine: {machine()}\ncommit: {commit}\ndevices: {', '.join(devices)} (peers: bench_peers.py)\n",
-          flush=True)
-    warm_up(devices, warm)
-    rows: list[dict] = []
-    scale: list[dict] = []
-    failed: list[str] = []
+    args = SCRIPT.start(ap, argv, warm, " (peers: bench_peers.py)",
+                        base=lambda a: "selectors_partial" if a.no_scaling else None)
+    devices = args.device_list
+    rows, scale, failed = [], [], []  # selector rows, scaling rows, failed sections
 
     def save():
-        write_csv(path, annotate(rows + scale, commit))
+        SCRIPT.save(rows + scale)
 
     def one_dataset(dname, X, y):
         k = min(20 if args.quick else 50, X.shape[1])
@@ -119,8 +93,7 @@ def main(argv=None):
     print(markdown(rows, ["data", "k", "method", "impl", "seconds", "timing", "note", "first"]))
     if len(devices) > 1:
         ours_rows = [r for r in rows if str(r.get("impl", "")).startswith("tensorprob")]
-        print("\n" + markdown(pivot(ours_rows, ["data", "k", "method"],
-                                     "seconds", devices), ["data", "k", "method"] + [f"{d} s" for d in devices]))
+        print(device_table(ours_rows, ["data", "k", "method"], "seconds", devices))
     if not args.no_scaling:
         # scaling on planted data
         ns = [5000, 20000] if args.quick else [5000, 20000, 70000]
@@ -148,11 +121,9 @@ def main(argv=None):
         print(markdown(scale, ["axis", "n_samples", "n_features", "method", "k", "device", "seconds", "timing",
                                "note"]))
         if len(devices) > 1:
-            print("\n" + markdown(pivot(scale, ["axis", "n_samples", "n_features", "method"], "seconds", devices),
-                                   ["axis", "n_samples", "n_features", "method"] + [f"{d} s" for d in devices]))
+            print(device_table(scale, ["axis", "n_samples", "n_features", "method"], "seconds", devices))
     save()
-    print(f"\nwrote {path}")
-    finish(failed)
+    SCRIPT.done(failed)
 
 
 if __name__ == "__main__":

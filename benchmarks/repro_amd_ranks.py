@@ -25,7 +25,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Script, markdown
+from _common import Script, cross_rows, load_with_ks, markdown, report_head
 
 SCRIPT = Script("amd_ranks", __doc__)  # caps the thread pools before NumPy / torch start them
 
@@ -37,6 +37,7 @@ from tensorprob.evaluation import average_ranks, cv_protocol, significance_ranks
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings on some folds
 
 # comparison label -> (framework, k1, k2)
+CLFS = ("SVM", "KNN")  # classifier labels of the tables
 GROUPS = {"J^{1,0}": ("mi", 1, 0), "J^{1,1}": ("mi", 1, 1), "J~^1 (VI)": ("vi", 1, 1)}
 DISTS = ["FID", "GMD", "AMD"]
 CLASSIFIERS = {"linear_svm": "SVM", "3nn": "KNN"}
@@ -57,6 +58,13 @@ EXTRA_SETS = ["vehicle", "segment", "movement_libras", "digits"]
 INFO_COLS = ["dataset", "paper name", "paper M/N/C", "ours M/N/C", "categorical", "k grid", "splits", "minutes"]
 ALT_UNIT = {"repeat": "fold", "fold": "repeat"}
 MARGIN = 0.3  # rank units: the paper reports no spread for its average ranks
+# the script's own command-line options: name -> (default, help[, choices])
+OPTIONS = {"folds": (10, None), "k-step": (10, "step of the k grid 10..min(100, N)"), "alpha": (0.05, None),
+           "n-bins": (5, "most MDL intervals (paper: 5)"), "device": ("cpu", None),
+           "datasets": ("paper,extra", "comma-separated names; 'paper' = the paper's sets we ship, 'extra' = "
+                        + ",".join(EXTRA_SETS)),
+           "test-unit": ("repeat", "Wilcoxon samples: per-repeat mean errors (default) or per-fold errors",
+                         ("repeat", "fold"))}
 
 
 def method_name(group, dist):
@@ -76,9 +84,8 @@ def run(args, names):
     """Per-fold errors (mean over k) of every method, classifier and data set; data set descriptions."""
     folds, info = [], []
     for name in names:
-        X, y, meta = tp.datasets.load_dataset(name)
+        X, y, meta, ks = load_with_ks(name, args.k_step)
         n_feat = meta["n_features"]
-        ks = list(range(10, min(100, n_feat) + 1, args.k_step))
         t0 = time.perf_counter()
         res = cv_protocol(selectors(args.n_bins, args.device), X, y, ks=ks, n_splits=args.folds,
                           n_repeats=args.repeats, classifiers=tuple(CLASSIFIERS), random_state=args.seed,
@@ -200,19 +207,11 @@ def report(args, ranks, per_fold, info, total):
            "paper is not the VI analogue of Table 3 (the VI comparison is Table 3's third block); it ranks "
            "AMD-based methods against MRI, SPEC_CMI, CMIM, Trace and SPEC, and is not reproduced here (Trace and "
            "SPEC are not in tensorprob).", ""]
-    if args.quick:
-        out += ["**Quick smoke run:** tiny settings; not a reproduction.", ""]
-    out += ["## Data", "", markdown(info, INFO_COLS), ""]
+    out += report_head(args.quick, info, INFO_COLS)
     tab = _rank_rows(ours_all, ours_pap)
     out += [f"## Average ranks: ours over all {len(names)} sets / ours over the {len(paper_names)} paper sets "
             "[paper, 29 sets]", "", markdown(tab, ["methods", "classifier"] + DISTS), ""]
-    tab2 = []
-    for group in GROUPS:
-        for clf in ("SVM", "KNN"):
-            row = {"methods": group, "classifier": clf}
-            for d in DISTS:
-                row[d] = f"{plain_all[(group, clf, d)]:.2f}"
-            tab2.append(row)
+    tab2 = cross_rows(("methods", GROUPS), ("classifier", CLFS), DISTS, lambda g, c, d: f"{plain_all[(g, c, d)]:.2f}")
     out += [f"Plain mean-error ranks (`average_ranks`, all {len(names)} sets, no tests):", "",
             markdown(tab2, ["methods", "classifier"] + DISTS), ""]
     alt_all = averaged(ranks, names, "test_rank_alt_unit")
@@ -224,14 +223,11 @@ def report(args, ranks, per_fold, info, total):
     out += [f"Test-based ranks with the Wilcoxon samples taken as {alt_desc}, all sets / paper sets [paper]:", "",
             markdown(tab3, ["methods", "classifier"] + DISTS), ""]
     # per data set errors and ranks
-    det = []
-    for ds in names:
-        for clf in ("SVM", "KNN"):
-            row = {"dataset": ds, "classifier": clf}
-            for group in GROUPS:
-                g = ranks[(ranks["dataset"] == ds) & (ranks["classifier"] == clf) & (ranks["group"] == group)]
-                row[group] = "  ".join(f"{r.dist} {r.mean_error_pct:.1f} ({r.test_rank})" for r in g.itertuples())
-            det.append(row)
+    def cell(ds, clf, group):
+        g = ranks[(ranks["dataset"] == ds) & (ranks["classifier"] == clf) & (ranks["group"] == group)]
+        return "  ".join(f"{r.dist} {r.mean_error_pct:.1f} ({r.test_rank})" for r in g.itertuples())
+
+    det = cross_rows(("dataset", names), ("classifier", CLFS), GROUPS, cell)
     out += ["## Per data set: error % (test-based rank)", "", markdown(det, ["dataset", "classifier"] + list(GROUPS)),
             ""]
     # discrepancies
@@ -263,18 +259,8 @@ def report(args, ranks, per_fold, info, total):
 
 
 def main(argv=None):
-    ap = SCRIPT.parser(quick="smoke test: wine and heart, 2 x 3-fold CV (< 1 min)", from_csv=True, repeats=5,
-                       repeats_help="repeats of the 10-fold CV (paper: 50)")
-    ap.add_argument("--folds", type=int, default=10)
-    ap.add_argument("--k-step", type=int, default=10, help="step of the k grid 10..min(100, N)")
-    ap.add_argument("--n-bins", type=int, default=5, help="most MDL intervals (paper: 5)")
-    ap.add_argument("--datasets", default="paper,extra",
-                    help="comma-separated names; 'paper' = the paper's sets we ship, 'extra' = " + ",".join(EXTRA_SETS))
-    ap.add_argument("--test-unit", choices=("repeat", "fold"), default="repeat",
-                    help="Wilcoxon samples: per-repeat mean errors (default) or per-fold errors")
-    ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--device", default="cpu")
-    args = SCRIPT.parse(ap, argv)
+    args = SCRIPT.cli(argv, quick="smoke test: wine and heart, 2 x 3-fold CV (< 1 min)", from_csv=True, repeats=5,
+                      repeats_help="repeats of the 10-fold CV (paper: 50)", options=OPTIONS)
     names = []
     for tok in args.datasets.split(","):
         names += list(PAPER_SETS) if tok == "paper" else EXTRA_SETS if tok == "extra" else [tok]
@@ -296,9 +282,7 @@ def main(argv=None):
     ranks["test_rank_alt_unit"] = alt["test_rank"].to_numpy()
     assert (alt["dataset"].to_numpy() == ranks["dataset"].to_numpy()).all()
     SCRIPT.write_csv("", ranks)
-    md = report(args, ranks, per_fold, info, total)
-    SCRIPT.write_text(md)
-    print(md)
+    SCRIPT.publish(report(args, ranks, per_fold, info, total))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Script, markdown
+from _common import Script, markdown, per_dataset, report_head
 
 SCRIPT = Script("gsm_fig4", __doc__)  # caps the thread pools before NumPy / torch start them
 
@@ -47,6 +47,15 @@ PAPER_NAMES = {"chess": "Chess (King-Rook vs. King-Pawn)", "mnist": "MNIST"}
 # Paper's Table I: (N features, M samples, C classes).
 PAPER_SHAPES = {"chess": (36, 3196, 2), "mnist": (784, 80000, 10)}
 REPORT_KS = [5, 10, 20, 30, 50]
+# the script's own command-line options: name -> (default, help[, choices])
+OPTIONS = {"datasets": ("chess,mnist", "comma-separated subset of chess,mnist"), "device": ("cpu", None),
+           "kmax": (50, "largest k (paper: 50, or N when smaller)"),
+           "n-samples": (5000, "GSM-CPD model samples T (paper: 1000-5000)"),
+           "rank": ("cv", "'cv' (5-fold CV over 5,10,15,20,30 per split; paper) or a rank"),
+           "estimator": ("rao_blackwell", "GSM-CPD MC estimator (paper: 'mc', the plug-in form)",
+                         ["rao_blackwell", "mc"]),
+           "label-rank": (30, "also run GSMCPD(target='label') with this fixed rank as a diagnostic (0: skip)"),
+           "inputs": ("codes,continuous", "1-NN inputs, comma-separated from codes,continuous (first = main table)")}
 INPUT_TEXT = {"codes": "1-NN on 5 equal-width bin codes (bins fitted on the training part, like the selectors'; "
                        "categorical codes keep their order)",
               "continuous": "1-NN on min-max scaled raw values (library protocol default)"}
@@ -132,10 +141,7 @@ def claims(cur, names, main_input):
     """The paper's qualitative statements about Fig. 4 that concern chess and MNIST, checked on our curves."""
     rows = []
     c = cur[cur["input"] == main_input]
-    for name in names:
-        d = c[c["dataset"] == name]
-        if d.empty:
-            continue
+    for name, d in per_dataset(c, names):
         piv = d.pivot(index="k", columns="method", values="mean")
         kmax = int(piv.index.max())
         g = piv["GSM-CPD"]
@@ -208,14 +214,9 @@ def report(args, names, info, cur, ranks, total, png, recorded=None):
             "says which methods lead and where the curves peak), so every paper cell reads *figure only*; values "
             "are not read off the figure. The paper's qualitative claims for these two data sets are checked "
             "below."), ""]
-    if args.quick:
-        out += ["**Quick smoke run:** tiny settings; not a reproduction.", ""]
-    out += ["## Data", "", markdown(info, ["dataset", "paper name", "paper N/M/C", "ours N/M/C", "categorical", "k",
-                                           "splits", "minutes"]), ""]
-    for name in names:
-        d = cur[cur["dataset"] == name]
-        if d.empty:
-            continue
+    out += report_head(args.quick, info, ["dataset", "paper name", "paper N/M/C", "ours N/M/C", "categorical", "k",
+                                           "splits", "minutes"])
+    for name, d in per_dataset(cur, names):
         kmax = int(d["k"].max())
         ks = sorted({k for k in REPORT_KS if k <= kmax} | {kmax})
         present = [m for m in METHODS + [LABEL] if m in set(d["method"])]
@@ -244,10 +245,7 @@ def report(args, names, info, cur, ranks, total, png, recorded=None):
             markdown(crow, ["dataset", "claim (paper text, Sec. V)", "ours", "agrees"]), ""]
     if len(ranks):
         rk = []
-        for name in names:
-            r = ranks[ranks["dataset"] == name]
-            if r.empty:
-                continue
+        for name, r in per_dataset(ranks, names):
             vals = r["rank"].value_counts().sort_index()
             rk.append({"dataset": name, "ranks chosen (count)": ", ".join(f"{a} ({b})" for a, b in vals.items()),
                        "mean CV errors of the ranks, split 0": r["rank_errors"].iloc[0],
@@ -261,20 +259,9 @@ def report(args, names, info, cur, ranks, total, png, recorded=None):
 
 
 def main(argv=None):
-    ap = SCRIPT.parser(quick="smoke test: chess, 2 splits, k <= 10, rank 10 (< 1 min)", from_csv=True, repeats=10,
-                       repeats_help="number of 70/30 splits (paper: 10)")
-    ap.add_argument("--datasets", default="chess,mnist", help="comma-separated subset of chess,mnist")
-    ap.add_argument("--kmax", type=int, default=50, help="largest k (paper: 50, or N when smaller)")
-    ap.add_argument("--rank", default="cv", help="'cv' (5-fold CV over 5,10,15,20,30 per split; paper) or a rank")
-    ap.add_argument("--n-samples", type=int, default=5000, help="GSM-CPD model samples T (paper: 1000-5000)")
-    ap.add_argument("--estimator", default="rao_blackwell", choices=["rao_blackwell", "mc"],
-                    help="GSM-CPD MC estimator (paper: 'mc', the plug-in form)")
-    ap.add_argument("--label-rank", type=int, default=30,
-                    help="also run GSMCPD(target='label') with this fixed rank as a diagnostic (0: skip)")
-    ap.add_argument("--inputs", default="codes,continuous",
-                    help="1-NN inputs, comma-separated from codes,continuous (first = main table)")
-    ap.add_argument("--device", default="cpu")
-    args = SCRIPT.parse(ap, argv)
+    args = SCRIPT.cli(argv, quick="smoke test: chess, 2 splits, k <= 10, rank 10 (< 1 min)", from_csv=True,
+                      repeats=10, repeats_help="number of 70/30 splits (paper: 10)", options=OPTIONS)
+    ap = SCRIPT.ap
     names = args.datasets.split(",")
     args.inputs = list(dict.fromkeys(args.inputs.split(",")))
     if any(i not in INPUT_TEXT for i in args.inputs):
@@ -285,6 +272,7 @@ def main(argv=None):
         names, args.repeats, args.kmax, args.rank, args.n_samples = ["chess"], 2, 10, "10", 1000
         args.label_rank = 10 if args.label_rank else 0
     recorded = None
+    started = time.perf_counter()
     if args.from_csv:
         res = SCRIPT.read_csv("")
         ranks = SCRIPT.read_csv("ranks")
@@ -292,7 +280,6 @@ def main(argv=None):
         info, total, recorded = SCRIPT.read_meta()
         names = [n for n in names if n in set(res["dataset"])]
     else:
-        started = time.perf_counter()
         parts, rank_rows, info = [], [], []
         for name in names:
             r, rk, inf = run_dataset(name, args)
@@ -309,9 +296,7 @@ def main(argv=None):
     cur = curves(res)
     SCRIPT.write_csv("curves", cur)
     png = {name: path for name, path in save_plots(res)}
-    md = report(args, names, info, cur, ranks, total, png, recorded)
-    SCRIPT.write_text(md)
-    print(md)
+    SCRIPT.publish(report(args, names, info, cur, ranks, total, png, recorded))
 
 
 if __name__ == "__main__":

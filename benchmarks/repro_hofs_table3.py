@@ -41,7 +41,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Script, markdown
+from _common import Script, markdown, per_dataset, report_head
 
 SCRIPT = Script("hofs_table3", __doc__)  # caps the thread pools before NumPy / torch start them
 
@@ -209,10 +209,7 @@ def _scale_rows(df, discs, names):
                           ("pairs_bits", "sum_{i<j} I(x_i,x_j;y), bits")):
             row = {"codes": disc, "quantity": what}
             ratios = []
-            for name in names:
-                d = dv[dv["dataset"] == name]
-                if d.empty:
-                    continue
+            for name, d in per_dataset(dv, names):
                 m = d.groupby("method")[col].mean()
                 ratio = float(np.mean([PAPER[name][1][j] / m[meth] for j, meth in enumerate(PAPER_METHODS)]))
                 row[f"paper/ours {name}"] = ratio
@@ -266,10 +263,8 @@ def report(args, names, info, df, fits, total, recorded=None):
            ("**Paper numbers.** Transcribed from the text extraction of Table 3 for the rows we ship, exactly as "
            "printed: header and numbers read cleanly (the extraction repeats math digits, '111111' = 11 features, "
            "as everywhere in that file); bold marks are lost."), ""]
-    if args.quick:
-        out += ["**Quick smoke run:** tiny settings; not a reproduction.", ""]
-    out += ["## Data", "", markdown(info, ["dataset", "discretizer", "paper name", "paper N/M/C", "ours N/M/C",
-                                           "values per feature"]), ""]
+    out += report_head(args.quick, info, ["dataset", "discretizer", "paper name", "paper N/M/C", "ours N/M/C",
+                                           "values per feature"])
     all_stats = {}
     for i, disc in enumerate(discs):
         dv = _variant(df, disc)
@@ -384,6 +379,7 @@ def main(argv=None):
         names, args.repeats, args.rank, args.n_samples = ["splice", "spambase"], 1, "10", 2000
         args.discretizers = args.discretizers[:1]
     recorded = None
+    started = time.perf_counter()
     if args.from_csv:
         df = SCRIPT.read_csv("", dtype={"selected": str})
         fits = SCRIPT.read_csv("cpd", dtype={"cv_errors": str}).fillna("").to_dict("records")
@@ -391,7 +387,6 @@ def main(argv=None):
         names = [n for n in names if n in set(df["dataset"])]
         args.discretizers = [d for d in args.discretizers if d in set(df["discretizer"])] or ["categorical"]
     else:
-        started = time.perf_counter()
         rows, fits, info = [], [], []
         for name in names:
             categorical = all(tp.datasets.load_dataset(name).metadata["categorical"])
@@ -405,9 +400,7 @@ def main(argv=None):
         df = pd.DataFrame(rows)
         SCRIPT.write_csv("cpd", fits)
         SCRIPT.write_meta(info, total)
-    md = report(args, names, info, df, fits, total, recorded)
-    SCRIPT.write_text(md)
-    print(md)
+    SCRIPT.publish(report(args, names, info, df, fits, total, recorded))
 
 
 if __name__ == "__main__":

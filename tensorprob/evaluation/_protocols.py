@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from .._config import _NoBar, progress_bar
+from .._docstrings import fill_doc
 from ..encoding import to_numeric
+from ._fragments import EVAL_FRAGMENTS
 
 _CLASSIFIERS = ("1nn", "3nn", "linear_svm")
 _INPUTS = ("continuous", "codes")
@@ -89,6 +91,7 @@ def _classifier_specs(classifiers: Any) -> list[tuple[str, Any]]:
     return [(c if isinstance(c, str) else type(c).__name__, c) for c in classifiers]
 
 
+@fill_doc(**EVAL_FRAGMENTS)
 def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.ndarray, np.ndarray]], ks: Sequence[int],
                     classifiers: Any = ("1nn",), *, progress: bool = True, dataset: str = "",
                     return_fitted: bool = False):
@@ -99,11 +102,8 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
     selectors : dict of str to selector
         Method name -> unfitted selector with a ``k`` parameter and a ``selected_`` attribute
         after ``fit`` (cloned for every split).
-    X : array-like or pandas.DataFrame of shape (n_samples, n_features)
-        Raw data (selectors discretize it themselves; classifiers see
-        :func:`tensorprob.encoding.to_numeric` of it).
-    y : array-like of shape (n_samples,)
-        Class labels.
+    %(X_eval)s
+    %(y_labels)s
     splits : sequence of (train_idx, test_idx)
         Row indices of each training and test part.
     ks : sequence of int
@@ -113,12 +113,8 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
         label stored in the ``classifier`` column (e.g. ``{"codes": make_classifier("1nn",
         inputs="codes"), "continuous": "1nn"}``); otherwise the label is the name or the class
         name of the estimator.
-    progress : bool, default=True
-        Show a progress bar (when the ``progress`` setting of :func:`tensorprob.set_config` is on).
-    dataset : str, default=""
-        Value of the ``dataset`` column.
-    return_fitted : bool, default=False
-        Also return the fitted selectors.
+    %(progress)s
+    %(dataset_fitted)s
 
     Returns
     -------
@@ -162,6 +158,7 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
     return (results, fitted) if return_fitted else results
 
 
+@fill_doc(**EVAL_FRAGMENTS)
 def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tuple(range(1, 51)),
                      n_repeats: int = 10, test_size: float = 0.3, classifier: Any = "1nn", random_state: Any = 0,
                      progress: bool = True, dataset: str = "", return_fitted: bool = False):
@@ -169,33 +166,20 @@ def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tup
 
     Parameters
     ----------
-    selectors : dict of str to selector
-        Method name -> unfitted selector (see :func:`evaluate_splits`).
-    X : array-like or pandas.DataFrame of shape (n_samples, n_features)
-        Raw data.
-    y : array-like of shape (n_samples,)
-        Class labels.
+    %(selectors)s
+    %(X_eval)s
+    %(y_labels)s
     ks : sequence of int, default=1..50
         Numbers of selected features to score; values above the number of features are dropped.
-    n_repeats : int, default=10
-        Number of stratified random splits (``StratifiedShuffleSplit``).
-    test_size : float, default=0.3
-        Fraction of the rows in each test part.
+    %(n_repeats_splits)s
+    %(test_size)s
     classifier : str, estimator or dict, default="1nn"
         One classifier, or several as a dict label -> spec (see :func:`evaluate_splits`).
-    random_state : int, Generator or None, default=0
-        Seed of the splits.
-    progress : bool, default=True
-        Show a progress bar.
-    dataset : str, default=""
-        Value of the ``dataset`` column.
-    return_fitted : bool, default=False
-        Also return the fitted selectors (see :func:`evaluate_splits`).
+    %(protocol_options)s
 
     Returns
     -------
-    pandas.DataFrame, or (pandas.DataFrame, dict) with ``return_fitted``
-        The rows of :func:`evaluate_splits`.
+    %(protocol_returns)s
 
     References
     ----------
@@ -208,20 +192,17 @@ def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tup
                            progress=progress, dataset=dataset, return_fitted=return_fitted)
 
 
+@fill_doc(**EVAL_FRAGMENTS)
 def holdout_splits(y: Any, n_repeats: int = 10, test_size: float = 0.3, random_state: Any = 0
                    ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The stratified (train, test) index pairs of :func:`holdout_protocol`.
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Class labels.
-    n_repeats : int, default=10
-        Number of splits.
-    test_size : float, default=0.3
-        Fraction of the rows in each test part.
-    random_state : int, Generator or None, default=0
-        Seed.
+    %(y_labels)s
+    %(n_repeats_splits)s
+    %(test_size)s
+    %(split_seed)s
 
     Returns
     -------
@@ -235,6 +216,7 @@ def holdout_splits(y: Any, n_repeats: int = 10, test_size: float = 0.3, random_s
     return list(sss.split(np.zeros(len(y)), y))
 
 
+@fill_doc(**EVAL_FRAGMENTS)
 def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = None, n_splits: int = 10,
                 n_repeats: int = 1, classifiers: Any = ("linear_svm",), random_state: Any = 0,
                 progress: bool = True, dataset: str = "", return_fitted: bool = False):
@@ -245,12 +227,9 @@ def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = N
 
     Parameters
     ----------
-    selectors : dict of str to selector
-        Method name -> unfitted selector (see :func:`evaluate_splits`).
-    X : array-like or pandas.DataFrame of shape (n_samples, n_features)
-        Raw data.
-    y : array-like of shape (n_samples,)
-        Class labels.
+    %(selectors)s
+    %(X_eval)s
+    %(y_labels)s
     ks : sequence of int, optional
         Numbers of selected features to score. Default ``10, 20, ..., min(100, N)`` (all N
         features when N < 10); values above N are dropped.
@@ -260,19 +239,12 @@ def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = N
         Repeats of the stratified K-fold (ignored under leave-one-out).
     classifiers : str, estimator, sequence or dict, default=("linear_svm",)
         See :func:`evaluate_splits`.
-    random_state : int, Generator or None, default=0
-        Seed of the fold assignment.
-    progress : bool, default=True
-        Show a progress bar.
-    dataset : str, default=""
-        Value of the ``dataset`` column.
-    return_fitted : bool, default=False
-        Also return the fitted selectors (see :func:`evaluate_splits`).
+    %(protocol_options)s
 
     Returns
     -------
-    pandas.DataFrame, or (pandas.DataFrame, dict) with ``return_fitted``
-        The rows of :func:`evaluate_splits`; ``split`` numbers the folds of all repeats.
+    %(protocol_returns)s
+        Column ``split`` numbers the folds of all repeats.
 
     References
     ----------

@@ -8,10 +8,18 @@ import numpy as np
 
 
 class Agreement(NamedTuple):
-    """Result of :func:`selection_agreement`."""
+    """Result of :func:`selection_agreement`.
 
-    common_prefix: int  # how many first picks are identical, in order
-    overlap: float  # |A & B| / max(|A|, |B|)
+    Parameters
+    ----------
+    common_prefix : int
+        How many first picks are identical, in order.
+    overlap : float
+        ``|A & B| / max(|A|, |B|)``: the shared fraction of the two sets.
+    """
+
+    common_prefix: int
+    overlap: float
 
 
 def selection_agreement(a: Sequence[int], b: Sequence[int]) -> Agreement:
@@ -65,9 +73,9 @@ def plugin_mutual_information(codes: Any, y: Any, features: Sequence[int]) -> fl
 
     Parameters
     ----------
-    codes : array-like of shape (n_samples, n_features), integer
+    codes : array-like of int, shape (n_samples, n_features)
         Discrete codes (e.g. ``tensorprob.encode(X).codes``).
-    y : array-like of shape (n_samples,), integer
+    y : array-like of int, shape (n_samples,)
         Class codes.
     features : sequence of int
         The set S (column indices of ``codes``). An empty set gives 0.
@@ -77,6 +85,10 @@ def plugin_mutual_information(codes: Any, y: Any, features: Sequence[int]) -> fl
     float
         I(X_S; Y) in nats, in ``[0, H(Y)]``.
 
+    References
+    ----------
+    .. [1] T. M. Cover, J. A. Thomas, *Elements of Information Theory*, 2nd ed., Wiley, 2006, ch. 2.
+
     Examples
     --------
     >>> import numpy as np
@@ -84,10 +96,6 @@ def plugin_mutual_information(codes: Any, y: Any, features: Sequence[int]) -> fl
     >>> C = np.array([[0, 1], [0, 0], [1, 1], [1, 0]])
     >>> round(plugin_mutual_information(C, [0, 0, 1, 1], [0]) / float(np.log(2)), 6)  # one bit
     1.0
-
-    References
-    ----------
-    .. [1] T. M. Cover, J. A. Thomas, *Elements of Information Theory*, 2nd ed., Wiley, 2006, ch. 2.
     """
     import torch
 

@@ -15,6 +15,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._docstrings import fill_doc
+from ._fragments import EVAL_FRAGMENTS
+
 
 def holm(pvalues: Any) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1).
@@ -30,15 +33,15 @@ def holm(pvalues: Any) -> np.ndarray:
         Adjusted p-values, in the input order: the i-th smallest p is multiplied by m - i + 1
         (i from 1), and a running maximum keeps them monotone.
 
+    References
+    ----------
+    .. [1] S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6, 1979.
+
     Examples
     --------
     >>> from tensorprob.evaluation import holm
     >>> holm([0.01, 0.04, 0.03]).round(6).tolist()
     [0.03, 0.06, 0.06]
-
-    References
-    ----------
-    .. [1] S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6, 1979.
     """
     p = np.asarray(pvalues, dtype=np.float64)
     order = np.argsort(p, kind="stable")
@@ -51,6 +54,7 @@ def holm(pvalues: Any) -> np.ndarray:
     return adj
 
 
+@fill_doc(**EVAL_FRAGMENTS)
 def pairwise_wilcoxon(results, reference: str, *, alpha: float = 0.05, value: str = "error"):
     """Per dataset and classifier, compare ``reference`` with every other method.
 
@@ -60,15 +64,11 @@ def pairwise_wilcoxon(results, reference: str, *, alpha: float = 0.05, value: st
 
     Parameters
     ----------
-    results : pandas.DataFrame
-        Rows of :func:`evaluate_splits` (columns ``dataset, classifier, method, split`` and
-        ``value``).
+    %(results_splits)s
     reference : str
         The method compared with all others.
-    alpha : float, default=0.05
-        Level of the Holm-corrected tests.
-    value : str, default="error"
-        The column compared; lower is better.
+    %(alpha_holm)s
+    %(value_lower)s
 
     Returns
     -------
@@ -111,6 +111,7 @@ def pairwise_wilcoxon(results, reference: str, *, alpha: float = 0.05, value: st
     return pd.DataFrame(rows)
 
 
+@fill_doc(**EVAL_FRAGMENTS)
 def significance_ranks(results, groups: Mapping[str, Sequence[str]] | None = None, *, alpha: float = 0.05,
                        value: str = "error"):
     """Test-based ranks: 1 + the number of methods with a significantly lower ``value``.
@@ -123,17 +124,14 @@ def significance_ranks(results, groups: Mapping[str, Sequence[str]] | None = Non
 
     Parameters
     ----------
-    results : pandas.DataFrame
-        Rows of :func:`evaluate_splits` (columns ``dataset, classifier, method, split`` and
-        ``value``). To test other samples (e.g. per-repeat means), aggregate them first and
-        store their index in ``split``.
+    %(results_splits)s
+        To test other samples (e.g. per-repeat means), aggregate them first and store their
+        index in ``split``.
     groups : dict of str to sequence of str, optional
         Group label -> methods ranked against each other. Default: one group ``"all"`` with
         every method.
-    alpha : float, default=0.05
-        Level of the Holm-corrected tests.
-    value : str, default="error"
-        The compared column; lower is better.
+    %(alpha_holm)s
+    %(value_lower)s
 
     Returns
     -------
@@ -189,7 +187,15 @@ def average_ranks(results, value: str = "error"):
 
 
 class Comparison(NamedTuple):
-    """Outcome of :func:`win_tie_loss`: ``"W"``, ``"T"`` or ``"L"``, and the test's p-value."""
+    """Outcome of :func:`win_tie_loss`: ``"W"``, ``"T"`` or ``"L"``, and the test's p-value.
+
+    Parameters
+    ----------
+    outcome : {"W", "T", "L"}
+        Win, tie or loss of the reference method.
+    p_value : float
+        The paired t-test's two-sided p-value (NaN when no test was possible).
+    """
 
     outcome: str
     p_value: float
@@ -215,16 +221,16 @@ def win_tie_loss(reference: Any, other: Any, *, alpha: float = 0.05) -> Comparis
         ``("L", p)`` when significant the other way, else ``("T", p)``. Fewer than two pairs or
         identical values give ``("T", nan)``.
 
+    References
+    ----------
+    .. [1] S. Gao, G. Ver Steeg, A. Galstyan, "Variational information maximization for feature
+       selection", NeurIPS 2016 (Table 3's W/T/L lines).
+
     Examples
     --------
     >>> from tensorprob.evaluation import win_tie_loss
     >>> win_tie_loss([0.10, 0.12, 0.11, 0.13], [0.20, 0.21, 0.22, 0.25]).outcome
     'W'
-
-    References
-    ----------
-    .. [1] S. Gao, G. Ver Steeg, A. Galstyan, "Variational information maximization for feature
-       selection", NeurIPS 2016 (Table 3's W/T/L lines).
     """
     from scipy.stats import ttest_rel
 
