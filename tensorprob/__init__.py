@@ -8,20 +8,16 @@ from ._config import config_context, get_config, set_config
 from .cpd import CPD, CPDModel, RankSelection, fit_cpd, fit_cpds, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
 from .information import Estimate
+from .selection import *  # noqa: F403  (the selector classes; tensorprob.selection.__all__ lists them once)
 from .selection import available_methods, select_features
 
 __version__ = "0.1.0"
-
-# the selector classes, exported here too: the upper-case names of tensorprob.selection, whose
-# __all__ lists them once
-_SELECTORS = [name for name in selection.__all__ if name.isupper()]
-globals().update({name: getattr(selection, name) for name in _SELECTORS})
 
 __all__ = [
     "CPD",
     "CPDModel",
     "Estimate",
-    *_SELECTORS,
+    *(name for name in selection.__all__ if name.isupper()),
     "available_methods",
     "evaluation",
     "select_features",
