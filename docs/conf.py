@@ -86,7 +86,6 @@ numpydoc_xref_param_type = False
 numpydoc_attributes_as_param_list = True
 # numpydoc's docstring validation: every check except those listed. A failing check is a
 # warning, and the CI build (-W) turns it into an error.
-_STRICT = os.environ.get("TENSORPROB_DOCS_STRICT", "0") == "1"
 numpydoc_validation_checks = {
     "all",
     "ES01",  # extended summary: optional
@@ -98,12 +97,6 @@ numpydoc_validation_checks = {
     "SS05",  # "summary must start with infinitive verb": property docstrings are noun phrases
     "YD01",  # Yields: context managers (config_context) are generators without a Yields section
 }
-if not _STRICT:
-    # Not yet met by every public docstring: a parameter or return value without a description
-    # or without a type. TENSORPROB_DOCS_STRICT=1 checks them too (the target).
-    # Also a summary that is not one capitalized line (datasets.Dataset.metadata,
-    # datasets.gaussian_mixture_gmi_bound).
-    numpydoc_validation_checks |= {"PR01", "PR04", "PR06", "PR07", "RT01", "RT03", "SS02", "SS06"}
 numpydoc_validation_exclude = {
     r"\.[A-Z][A-Z0-9]*_[A-Z0-9_]+$",  # module constants (PLANTED_SHAPES): documented where they are used
     r"\.__init__$",
