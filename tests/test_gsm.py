@@ -117,3 +117,32 @@ def test_unconverged_cpd_is_reported():
     X, y = planted(1000, seed=4)
     with pytest.warns(UserWarning, match="did not converge in 2 iterations"):
         tp.GSMCPD(k=2, rank=3, n_iter_max=2, n_samples=200, random_state=0).fit(X, y)
+
+
+class _Modular:
+    """g(S) = sum of w over S: every gain is w_j, so equal weights are exact ties."""
+
+    def __init__(self, w, dtype):
+        self.w = np.asarray(w, dtype=np.float64)
+        self.dtype = dtype
+        self.value, self.stderr = 0.0, 0.0
+
+    def evaluate(self, idx):
+        import torch
+
+        vals = torch.as_tensor(self.value + self.w[idx.numpy()], dtype=self.dtype)
+        return vals, torch.zeros_like(vals)
+
+    def add(self, j):
+        self.value += self.w[j]
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_greedy_information_ties_go_to_the_lowest_index(lazy, dtype):
+    """Plain and lazy greedy break exact ties alike: the lowest feature index (lazy_batch=2 splits the ties)."""
+    from tensorprob.selection._gsm import greedy_information
+
+    w = [1.0, 3.0, 3.0, 2.0, 3.0, 0.5]
+    selected, values, _ = greedy_information(_Modular(w, dtype), list(range(6)), 6, lazy=lazy, lazy_batch=2)
+    assert selected == [1, 2, 4, 3, 0, 5]
+    np.testing.assert_allclose(values, np.cumsum([3, 3, 3, 2, 1, 0.5]))

@@ -71,15 +71,16 @@ def greedy_information(info: CPDInformation, candidates: list[int], k: int | Non
             best_gain = float(gains[pos])
         else:
             order = torch.sort(bounds, descending=True, stable=True).indices
-            best_gain, pos, i = -math.inf, -1, 0
+            fresh = torch.zeros(rest.numel(), dtype=torch.bool)  # re-evaluated in this step
+            i = 0
             while i < order.numel():
                 batch = order[i:i + lazy_batch]
                 vals, _ = info.evaluate(rest[batch])
-                fresh = vals.double().cpu() - current
-                bounds[batch] = fresh
-                for p, gnew in zip(batch.tolist(), fresh.tolist()):
-                    if gnew > best_gain or (gnew == best_gain and rest[p] < rest[pos]):
-                        best_gain, pos = gnew, p
+                bounds[batch] = vals.double().cpu() - current
+                fresh[batch] = True
+                # the same tie rule as the plain branch, among the fresh gains
+                pos = lowest_argmax(bounds.to(vals.dtype), fresh)
+                best_gain = float(bounds[pos])
                 i += lazy_batch
                 if i >= order.numel() or best_gain >= float(bounds[order[i]]):
                     break
