@@ -110,7 +110,8 @@ class CPD(BaseEstimator):
         %(X_raw)s
         %(cpd_y)s
         sample_weight : array-like of shape (n_samples,), optional
-            Nonnegative row weights (default all 1).
+            Nonnegative finite row weights (default all 1), relative frequencies: they are rescaled
+            to sum to the number of rows of positive weight, so only their ratios matter.
 
         Returns
         -------

@@ -80,7 +80,8 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
     %(dtype)s
     %(cpd_em)s
     sample_weight : array-like of shape (n_samples,), optional
-        Nonnegative row weights (default all 1).
+        Nonnegative finite row weights (default all 1), relative frequencies: they are rescaled
+        to sum to the number of rows of positive weight, so only their ratios matter.
     %(cpd_fit_tail)s
 
     Returns
@@ -143,8 +144,9 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
     %(dtype)s
     %(cpd_em)s
     sample_weight : array-like of shape (n_samples,) or (n_samples, K), optional
-        Nonnegative weights; K columns fit K models per rank (one per weight set, e.g. the
-        training folds of a cross-validation).
+        Nonnegative finite weights; K columns fit K models per rank (one per weight set, e.g. the
+        training folds of a cross-validation). Each column is rescaled to sum to its number of
+        positive entries (only the ratios matter; 0/1 weights are kept as they are).
     %(cpd_fit_tail)s
 
     Returns

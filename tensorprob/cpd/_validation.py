@@ -81,6 +81,9 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
             cards = np.asarray(cardinalities, dtype=np.int64)
             if cards.shape != (codes.shape[1],):
                 raise ValueError(f"cardinalities has shape {cards.shape}, expected ({codes.shape[1]},)")
+            small = np.flatnonzero(cards < 1)
+            if small.size:
+                raise ValueError(f"cardinalities must be >= 1, got {int(cards[small[0]])} for column {int(small[0])}")
             over = np.flatnonzero(codes.max(0) >= cards)
             if over.size:
                 raise ValueError(f"column {int(over[0])} has code {int(codes[:, over[0]].max())} >= its "
@@ -113,6 +116,13 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
 
 
 def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:
+    """Validated (n_rows, K) float64 weights, each column rescaled to sum to its number of positive entries.
+
+    Weights are relative frequencies: only their ratios matter. Every weight set is rescaled
+    so that it sums to the number of rows it gives a positive weight (0/1 weights, such as
+    the training rows of a fold, are left as they are), which makes the fit, the Dirichlet
+    pseudo-count ``alpha`` and the initialization independent of the absolute scale.
+    """
     if sample_weight is None:
         return np.ones((n_rows, 1))
     w = to_numpy(sample_weight) if torch.is_tensor(sample_weight) else np.asarray(sample_weight)
@@ -128,10 +138,14 @@ def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:
         raise ValueError("sample_weight contains NaN or infinite values")
     if (w < 0).any():
         raise ValueError("sample_weight contains negative values")
-    zero = np.flatnonzero(w.sum(0) <= 0)
+    with np.errstate(over="ignore"):
+        total = w.sum(0)
+    zero = np.flatnonzero(~(total > 0))
     if zero.size:
         raise ValueError(f"sample_weight column {int(zero[0])} sums to zero: no data to fit")
-    return w
+    if not np.isfinite(total).all():
+        raise ValueError("sample_weight is too large: its sum overflows float64")
+    return w * ((w > 0).sum(0) / total)[None, :]
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
