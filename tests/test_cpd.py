@@ -175,10 +175,11 @@ def test_fit_with_label_and_raw_input(dtype):
     m = tp.fit_cpd(d.data, rank=3, y=d.target, random_state=0, n_restarts=2)
     assert m.target == 13 and m.n_variables == 14 and list(m.classes) == [0, 1, 2]
     codes = m.encoder_.transform(d.data)
-    proba = m.predict_proba(codes)
+    proba = m.predict_proba(d.data)  # the model takes the raw data it was fitted on
     assert proba.shape == (len(d.target), 3)
     np.testing.assert_allclose(proba.sum(1).cpu().numpy(), 1.0, **tols(dtype, atol=1e-12))
-    assert (m.predict(codes).cpu().numpy() == d.target).mean() > 0.8
+    assert torch.equal(m.predict_proba(codes, codes=True), proba)
+    assert (m.predict(d.data).cpu().numpy() == d.target).mean() > 0.8
 
 
 def test_predict_proba_equals_bruteforce_conditional():

@@ -47,3 +47,77 @@ def test_zero_cardinality_is_a_fit_error():
     X = np.zeros((20, 2), dtype=np.int64)
     with pytest.raises(ValueError, match="cardinalities must be >= 1"):
         tp.fit_cpd(X, rank=1, cardinalities=[1, 0])
+
+
+# ---------------------------------------------------------------- a model takes the data it was fitted on
+def _raw_model():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(1, 5, 400), "b": rng.integers(1, 5, 400), "c": rng.integers(1, 5, 400)})
+    y = np.where(df["a"] > 2, "hi", "lo")
+    return tp.fit_cpd(df, rank=2, y=y, random_state=0, n_iter_max=30), df, y
+
+
+def test_log_prob_encodes_raw_data():
+    import torch
+
+    m, df, y = _raw_model()
+    assert m.encoder_ is not None
+    # raw values 1..4 used to be read as codes 1, 2, 3 without a word
+    raw = m.log_prob([[1, 2, 3]], variables=[0, 1, 2])
+    assert torch.allclose(raw, m.log_prob([[0, 1, 2]], variables=[0, 1, 2], codes=True))
+    enc = tp.encode(df)
+    assert torch.allclose(m.log_prob(df, variables=[0, 1, 2]), m.log_prob(enc.codes, variables=[0, 1, 2], codes=True))
+    assert torch.allclose(m.log_prob(enc, variables=[0, 1, 2]), m.log_prob(df, variables=[0, 1, 2]))
+    full = df.assign(y=y)  # all N columns, the label's values included
+    lp = m.log_prob(full)
+    codes = np.column_stack([enc.codes, (y == "lo").astype(int)])
+    assert torch.allclose(lp, m.log_prob(codes, codes=True))
+    assert torch.allclose(m.log_prob(full.to_numpy()), lp)
+    assert torch.allclose(m.log_prob(torch.as_tensor(full[["a", "b", "c"]].to_numpy()), variables=[0, 1, 2]),
+                          m.log_prob(df, variables=[0, 1, 2]))
+    # a subset of raw columns: the others are marginalised
+    assert torch.allclose(m.log_prob(df[["b"]], variables=[1]), m.log_prob(enc.codes[:, [1]], [1], codes=True))
+    assert torch.allclose(m.posterior(df, [0, 1, 2]), m.posterior(enc.codes, [0, 1, 2], codes=True))
+    with pytest.raises(ValueError, match="not seen"):
+        m.log_prob([[7, 1, 1]], variables=[0, 1, 2])
+    with pytest.raises(ValueError, match="not seen"):
+        m.log_prob([[1, 1, 1, "mid"]])
+
+
+def test_predict_takes_lists_and_dataframes_with_all_columns():
+    import torch
+
+    m, df, y = _raw_model()
+    full = df.assign(y=y)
+    p = m.predict_proba(df)
+    assert torch.equal(m.predict_proba(full), p)  # the label's column is ignored
+    assert torch.equal(m.predict_proba(full.to_numpy().tolist()), p)
+    assert torch.equal(m.predict_proba(df.to_numpy().tolist()), p)
+    assert torch.equal(m.predict(full), p.argmax(1))
+    est = tp.CPD(rank=2, random_state=0, n_iter_max=30).fit(df, y)
+    assert list(np.unique(est.predict(df))) == ["hi", "lo"]
+    assert np.isfinite(est.score(df, y)) and np.isfinite(est.score(df))
+
+
+def test_entropy_samples_raw_or_codes():
+    m, df, _ = _raw_model()
+    enc = tp.encode(df)
+    a = m.entropy([0, 1], method="mc", samples=df.assign(y="lo"))
+    b = m.entropy([0, 1], method="mc", samples=np.column_stack([enc.codes, np.ones(len(df), int)]), codes=True)
+    assert a == b
+    s = m.sample(50, random_state=0)
+    assert m.mutual_information([0], method="mc", samples=s, codes=True).value >= 0
+
+
+def test_model_without_encoder_takes_codes_and_checks_their_range():
+    import torch
+
+    m = tp.CPDModel(torch.tensor([0.5, 0.5], dtype=torch.float64),
+                    [torch.tensor([[0.9, 0.1], [0.1, 0.9]], dtype=torch.float64)] * 2)
+    assert m.log_prob([[0, 1]]).shape == (1,)
+    with pytest.raises(ValueError, match="code out of range"):
+        m.log_prob([[1, 2]])
+    with pytest.raises(ValueError, match="has no encoder"):
+        m.log_prob([["a", "b"]], codes=False)

@@ -17,9 +17,10 @@ from ._fit import fit_cpd
 _X_CODES = """\
 Parameters
 ----------
-X : array-like of shape (n_samples, n_features)
-    Integer codes (``-1`` = missing) or raw data, which the fitted ``encoder_`` of the model
-    encodes when ``fit`` encoded its data."""
+X : array-like, DataFrame, tensor or Encoded of shape (n_samples, n_features)
+    Data like that given to ``fit``: raw values, encoded by the model's ``encoder_``, or,
+    for a model fitted to codes, integer codes (``-1`` = missing); a
+    :class:`tensorprob.Encoded` always holds codes."""
 
 
 @fill_doc(X_codes=_X_CODES)
@@ -126,18 +127,16 @@ class CPD(BaseEstimator):
         self.converged_ = self.model_.converged_
         return self
 
-    def _rows(self, X: Any, y: Any = None) -> Any:
-        """Codes of ``X`` (and ``y``) in the model's variables."""
+    def _rows(self, X: Any, y: Any = None) -> torch.Tensor:
+        """Codes of ``X`` (and ``y``; an unseen label is missing) in all the model's variables."""
         check_is_fitted(self, "model_")
         m = self.model_
-        if m.encoder_ is not None and not (torch.is_tensor(X) or np.asarray(X).dtype.kind in "iu"):
-            X = m.encoder_.transform(X)
-        X = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
-        if y is not None and m.target is not None:
-            codes = np.searchsorted(m.classes, np.asarray(y))
-            known = (codes < len(m.classes)) & (m.classes[np.minimum(codes, len(m.classes) - 1)] == np.asarray(y))
-            X = np.column_stack([X, np.where(known, codes, -1)])
-        return X
+        t = m.target
+        feats = [n for n in range(m.n_variables) if n != t]
+        full, _ = m._codes(X, feats if t is not None else None)
+        if y is not None and t is not None:
+            full[:, t] = torch.as_tensor(m._label_codes(y, unseen="missing"), device=full.device)
+        return full
 
     def score_samples(self, X: Any, y: Any = None) -> np.ndarray:
         """Log-likelihood (nats) of every row (with its label, when the model has one and ``y`` is given).
@@ -152,10 +151,10 @@ class CPD(BaseEstimator):
         ndarray of shape (n_samples,)
             ``log P(x)`` (or ``log P(x, y)``) of every row, float64.
         """
-        m = self.model_ if hasattr(self, "model_") else None
-        X = self._rows(X, y)
-        variables = None if X.shape[1] == m.n_variables else [n for n in range(m.n_variables) if n != m.target]
-        return to_numpy(m.log_prob(X, variables)).astype(np.float64)
+        full = self._rows(X, y)
+        m = self.model_
+        variables = None if y is not None or m.target is None else [n for n in range(m.n_variables) if n != m.target]
+        return to_numpy(m.log_prob(full, variables, codes=True)).astype(np.float64)
 
     def score(self, X: Any, y: Any = None) -> float:
         """Mean log-likelihood per row (nats), the quantity EM maximizes; higher is better.
@@ -189,7 +188,7 @@ class CPD(BaseEstimator):
         check_is_fitted(self, "model_")
         if self.model_.target is None:
             raise AttributeError("predict_proba needs a model fitted with labels: call fit(X, y)")
-        return to_numpy(self.model_.predict_proba(self._rows(X)))
+        return to_numpy(self.model_.predict_proba(self._rows(X), codes=True))
 
     def predict(self, X: Any) -> np.ndarray:
         """Predict the most probable label of every row (ties to the first class).

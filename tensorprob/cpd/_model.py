@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,32 +31,48 @@ loglik_history : ndarray, optional
 converged : bool, default=False
     Fit diagnostic ``converged_``: whether the fit met its tolerance."""
 
+_CODES_KW = """\
+codes : bool, optional
+    Whether ``X`` holds integer codes. By default a model with an encoder (``encoder_``)
+    takes raw data, as it was fitted, and encodes it; a model without one (built from
+    parameters or fitted to codes) takes codes. ``True`` passes codes to a model with an
+    encoder; a :class:`tensorprob.Encoded` always holds codes."""
+
 _CODES = """\
 Parameters
 ----------
-X : array-like or tensor of int codes, shape (M, N) or (M, len(variables))
-    One row per sample; ``-1`` marks a missing entry, which is marginalised exactly.
+X : array-like, DataFrame, tensor or Encoded, shape (M, N) or (M, len(variables))
+    One row per sample: raw values (encoded with ``encoder_``) or integer codes (see
+    ``codes``). A missing entry (``None``/``NaN`` in raw data, ``-1`` in codes) is
+    marginalised exactly. Raw data of a model with a label may also hold the N - 1
+    feature columns alone (the label's column absent).
 variables : sequence of int, optional
-    Indices of the variables the columns of ``X`` hold (default all, in order)."""
+    Indices of the variables the columns of ``X`` hold (default all, in order).
+""" + _CODES_KW
 
 _MC = """\
 n_samples : int, default=10000
     Number of model samples of the Monte-Carlo estimate (``method="mc"``).
 random_state : int, numpy.random.Generator, torch.Generator or None, default=None
     Seed of the Monte-Carlo samples; ``None`` draws fresh entropy.
-samples : int tensor of shape (T, N), optional
-    Samples to use instead of drawing ``n_samples`` (common random numbers across calls)."""
+samples : array-like, DataFrame, tensor or Encoded of shape (T, N), optional
+    Samples to use instead of drawing ``n_samples`` (common random numbers across calls):
+    raw values or codes, as ``X`` of :meth:`log_prob` (the output of :meth:`sample` is
+    codes: pass ``codes=True`` with it to a model with an encoder).
+""" + _CODES_KW
 
 # the fragments below that start a Parameters section hold its header too
 _PREDICT = """\
 Parameters
 ----------
-X : array-like or tensor of int codes
-    All N columns (the target's column is ignored) or N - 1 (it is absent).
+X : array-like, DataFrame, tensor or Encoded
+    All N columns (the target's column is ignored) or N - 1 (it is absent); raw values
+    or integer codes (see ``codes``).
 target : int, optional
-    Index of the predicted variable; defaults to the label variable."""
+    Index of the predicted variable; defaults to the label variable.
+""" + _CODES_KW
 
-_FRAGMENTS = {"predict": _PREDICT, "model_meta": _MODEL_META, "codes": _CODES, "mc": _MC}
+_FRAGMENTS = {"codes_kw": _CODES_KW, "predict": _PREDICT, "model_meta": _MODEL_META, "codes": _CODES, "mc": _MC}
 
 
 @fill_doc(**_FRAGMENTS)
@@ -104,8 +121,15 @@ class CPDModel:
 
     Notes
     -----
-    Methods take integer codes (``-1`` marks a missing entry, marginalised exactly) as lists,
-    NumPy arrays or torch tensors and return torch tensors on the model's device.
+    Methods take the data the model was fitted on, as scikit-learn estimators do: a model
+    with an encoder (``encoder_``, set by :func:`tensorprob.fit_cpd` on raw data) encodes
+    raw values (NumPy arrays, lists, DataFrames, tensors; the label's column holds values of
+    :attr:`classes`), and takes integer codes only through an explicit path: a
+    :class:`tensorprob.Encoded` or ``codes=True``. A model without an encoder (built from
+    parameters, :meth:`from_log_params` or :meth:`from_tensorly`, or fitted to codes) takes
+    integer codes and rejects a code outside ``0..I_n - 1``. A missing entry (``-1``,
+    ``None``, ``NaN``) is marginalised exactly. Results are torch tensors on the model's
+    device.
 
     %(cpd_references)s
 
@@ -443,11 +467,114 @@ class CPDModel:
         return torch.exp(torch.logsumexp(cur, 1)).reshape(tuple(int(i) for i in self.cardinalities))
 
     # -- input checking -------------------------------------------------------------------
-    def _codes(self, X: Any, variables: Sequence[int] | None = None) -> tuple[torch.Tensor, list[int]]:
+    def _codes(self, X: Any, variables: Sequence[int] | None = None,
+               codes: bool | None = None) -> tuple[torch.Tensor, list[int]]:
         """Codes as an (M, N) int64 tensor on the model device; ``variables`` selects columns.
 
-        ``X`` may have all N columns, or exactly one column per entry of ``variables``.
+        ``X`` may have all N columns, or exactly one column per entry of ``variables`` (or,
+        for raw data of a model with a label, the N - 1 feature columns). An ``Encoded``
+        holds codes; otherwise a model with an encoder encodes raw data unless ``codes=True``.
         """
+        from ..encoding import Encoded
+
+        if isinstance(X, Encoded):
+            if codes is False:
+                raise ValueError("X is an Encoded object (codes) but codes=False was passed")
+            X, codes = X.codes, True
+        if codes is None:
+            codes = self.encoder_ is None
+        if not codes:
+            if self.encoder_ is None:
+                raise ValueError("this model has no encoder (it was built from parameters or fitted to codes): "
+                                 "pass integer codes (codes=True), or fit the model to raw data")
+            X = self._encode_raw(X, variables)
+        return self._check_codes(X, variables)
+
+    def _encode_raw(self, X: Any, variables: Sequence[int] | None) -> np.ndarray:
+        """Raw data (NumPy, lists, DataFrames, tensors) to (M, N) codes with ``encoder_``, -1 outside ``variables``."""
+        N, t, enc = self.n_variables, self.target, self.encoder_
+        var = list(range(N)) if variables is None else self._check_variables(variables)
+        feats = [n for n in range(N) if n != t]
+        if int(getattr(enc, "n_features_in_", len(feats))) != len(feats):
+            raise ValueError(f"the model's encoder takes {enc.n_features_in_} columns but the model has "
+                             f"{len(feats)} feature variables")
+        frame = hasattr(X, "iloc") and hasattr(X, "columns")
+        if not frame:
+            if torch.is_tensor(X):
+                X = to_numpy(X)
+            X = np.asarray(X, dtype=object) if isinstance(X, (list, tuple)) else np.asarray(X)
+            if X.ndim == 1:
+                X = X[None, :]
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D (n_samples, n_variables), got shape {X.shape}")
+        width, M = int(X.shape[1]), int(X.shape[0])
+        if width == N:
+            src = {n: n for n in var}
+        elif width == len(var):
+            src = {n: j for j, n in enumerate(var)}
+        elif t is not None and width == N - 1 and t not in var:
+            src = {n: feats.index(n) for n in var}
+        else:
+            want = f"{N}" if variables is None else f"{N} or {len(var)} (one per variable)"
+            raise ValueError(f"X has {width} columns, expected {want}")
+
+        def column(j: int) -> np.ndarray:
+            return np.asarray(X.iloc[:, j]) if frame else X[:, j]
+
+        out = np.full((M, N), -1, dtype=np.int64)
+        fvar = [n for n in var if n != t]
+        if fvar:
+            built = not all(n in src for n in feats)
+            if not built:  # every feature column is there: encode them as they are
+                cols = [src[n] for n in feats]
+                part = X.iloc[:, cols] if frame else X[:, cols]
+            else:  # the absent feature columns are missing entries
+                names = getattr(enc, "feature_names_in_", None)
+                if frame and names is not None:
+                    import pandas as pd
+
+                    part = pd.DataFrame({str(nm): (X.iloc[:, src[n]].reset_index(drop=True) if n in src else
+                                                   pd.Series([None] * M, dtype=object))
+                                         for nm, n in zip(names, feats)})
+                else:
+                    part = np.full((M, len(feats)), None, dtype=object)
+                    for k, n in enumerate(feats):
+                        if n in src:
+                            part[:, k] = column(src[n])
+            with warnings.catch_warnings():
+                if built:
+                    warnings.filterwarnings("ignore", message=".*feature names.*")
+                out[:, feats] = np.asarray(enc.transform(part)).astype(np.int64)
+            out[:, [n for n in feats if n not in var]] = -1
+        if t is not None and t in var:
+            out[:, t] = self._label_codes(column(src[t]), unseen="error")
+        return out
+
+    def _label_codes(self, y: Any, unseen: str = "error") -> np.ndarray:
+        """Codes of labels (values of :attr:`classes`): -1 for missing ones; unseen ones raise or are missing."""
+        from ..encoding._encode import _is_missing
+
+        y = np.asarray(to_numpy(y) if torch.is_tensor(y) else y)
+        if self.classes is None:
+            raise ValueError("this model has no class labels to encode")
+        classes = np.asarray(self.classes)
+        miss = _is_missing(y) if y.dtype.kind in "fO" else np.zeros(y.shape, bool)
+        vals = y[~miss]
+        try:
+            pos = np.searchsorted(classes, vals).clip(0, len(classes) - 1)
+            ok = np.asarray(classes[pos] == vals, dtype=bool)
+        except TypeError:
+            cs, vs = classes.astype(str), vals.astype(str)
+            pos = np.searchsorted(cs, vs).clip(0, len(cs) - 1)
+            ok = np.asarray(cs[pos] == vs, dtype=bool)
+        if not ok.all() and unseen == "error":
+            raise ValueError(f"label {vals[~ok][0]!r} was not seen when fitting; classes are {classes.tolist()}")
+        out = np.full(y.shape, -1, dtype=np.int64)
+        out[~miss] = np.where(ok, pos, -1)
+        return out
+
+    def _check_codes(self, X: Any, variables: Sequence[int] | None = None) -> tuple[torch.Tensor, list[int]]:
+        """Validated integer codes as an (M, N) int64 tensor on the model device."""
         N = self.n_variables
         var = list(range(N)) if variables is None else self._check_variables(variables)
         if torch.is_tensor(X):
@@ -514,7 +641,7 @@ class CPDModel:
             out += torch.where((x >= 0)[:, None], g, torch.zeros_like(g))
         return out
 
-    def log_prob(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
+    def log_prob(self, X: Any, variables: Sequence[int] | None = None, *, codes: bool | None = None) -> torch.Tensor:
         """Log-probability (nats) of every row, marginal over ``variables`` (default all).
 
         %(codes)s
@@ -529,12 +656,22 @@ class CPDModel:
         TypeError
             Non-integer codes.
         ValueError
-            A wrong number of columns or a code out of range.
-        """
-        codes, var = self._codes(X, variables)
-        return torch.logsumexp(self._latent_log_joint(codes, var), dim=1)
+            A wrong number of columns, a code out of range, a raw value the encoder never saw,
+            or raw data for a model without an encoder.
 
-    def posterior(self, X: Any, variables: Sequence[int] | None = None) -> torch.Tensor:
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, tensorprob
+        >>> df = pd.DataFrame({"a": [1, 2, 3, 4] * 25, "b": [10, 20, 10, 20] * 25})
+        >>> m = tensorprob.fit_cpd(df, rank=1, device="cpu", dtype="float64")
+        >>> raw = m.log_prob(pd.DataFrame({"a": [2], "b": [20]}))
+        >>> bool(raw == m.log_prob([[1, 1]], codes=True))
+        True
+        """
+        full, var = self._codes(X, variables, codes)
+        return torch.logsumexp(self._latent_log_joint(full, var), dim=1)
+
+    def posterior(self, X: Any, variables: Sequence[int] | None = None, *, codes: bool | None = None) -> torch.Tensor:
         """Posterior ``P(Z = f | x)`` of the latent class of every row.
 
         %(codes)s
@@ -544,10 +681,10 @@ class CPDModel:
         tensor of shape (M, F)
             Rows on the simplex.
         """
-        codes, var = self._codes(X, variables)
-        return torch.softmax(self._latent_log_joint(codes, var), dim=1)
+        full, var = self._codes(X, variables, codes)
+        return torch.softmax(self._latent_log_joint(full, var), dim=1)
 
-    def predict_proba(self, X: Any, target: int | None = None) -> torch.Tensor:
+    def predict_proba(self, X: Any, target: int | None = None, *, codes: bool | None = None) -> torch.Tensor:
         """``P(X_target | x_rest)`` (the CPD classifier): tensor of shape (M, I_target).
 
         %(predict)s
@@ -559,14 +696,10 @@ class CPDModel:
         """
         t = self._target_index(target)
         rest = [n for n in range(self.n_variables) if n != t]
-        if not torch.is_tensor(X):
-            X = np.asarray(X)
-        if X.ndim == 2 and X.shape[1] == self.n_variables:
-            X = X[:, rest]
-        post = self.posterior(X, rest)
+        post = self.posterior(X, rest, codes=codes)
         return post @ self.factors[t].T
 
-    def predict(self, X: Any, target: int | None = None) -> torch.Tensor:
+    def predict(self, X: Any, target: int | None = None, *, codes: bool | None = None) -> torch.Tensor:
         """Predict the most probable code of ``target`` given the rest (ties to the lowest code).
 
         %(predict)s
@@ -576,7 +709,7 @@ class CPDModel:
         int64 tensor of shape (M,)
             The argmax of :meth:`predict_proba` of every row.
         """
-        return torch.argmax(self.predict_proba(X, target), dim=1)
+        return torch.argmax(self.predict_proba(X, target, codes=codes), dim=1)
 
     def sample(self, n_samples: int, random_state: RandomStateLike = None, return_latent: bool = False):
         """Draw ``n_samples`` rows of codes (and the latent classes if asked).
@@ -619,7 +752,7 @@ class CPDModel:
         return float(self._core().h_given_z[0, self._check_variables(variables)].sum())
 
     def entropy(self, variables: Sequence[int] | None = None, method: str = "exact", n_samples: int = 10000,
-                random_state: RandomStateLike = None, samples: torch.Tensor | None = None) -> Estimate:
+                random_state: RandomStateLike = None, samples: Any = None, codes: bool | None = None) -> Estimate:
         """Joint entropy ``H(X_S)`` in nats.
 
         Parameters
@@ -648,15 +781,16 @@ class CPDModel:
         if method == "exact":
             v, _ = information(self._core(), var, estimator="entropy_exact")
             return Estimate(float(v[0]), 0.0)
-        X = self._mc_samples(method, n_samples, random_state, samples)
+        X = self._mc_samples(method, n_samples, random_state, samples, codes)
         v, se = information(self._core(), var, estimator="entropy", samples=X[None])
         return Estimate(float(v[0]), float(se[0]))
 
-    def _mc_samples(self, method: str, n_samples: int, random_state: RandomStateLike, samples: Any) -> torch.Tensor:
+    def _mc_samples(self, method: str, n_samples: int, random_state: RandomStateLike, samples: Any,
+                    codes: bool | None = None) -> torch.Tensor:
         if method != "mc":
             raise ValueError(f"method must be 'exact' or 'mc', got {method!r}")
         if samples is not None:
-            return self._codes(samples)[0]
+            return self._codes(samples, None, codes)[0]
         if int(n_samples) < 2:
             raise ValueError(f"n_samples must be >= 2 for a Monte-Carlo estimate with a standard error, "
                              f"got {n_samples}")
@@ -664,7 +798,8 @@ class CPDModel:
 
     def mutual_information(self, variables: Sequence[int], target: str | int = "latent", method: str = "exact",
                            estimator: str = "rao_blackwell", n_samples: int = 10000,
-                           random_state: RandomStateLike = None, samples: torch.Tensor | None = None) -> Estimate:
+                           random_state: RandomStateLike = None, samples: Any = None,
+                           codes: bool | None = None) -> Estimate:
         """``I(X_S; Z)`` (``target="latent"``) or ``I(X_S; X_t)`` (``target=t``) in nats.
 
         Parameters
@@ -715,7 +850,7 @@ class CPDModel:
         if method == "exact":
             v, _ = information(self._core(), var, target=t, estimator="exact")
             return Estimate(float(v[0]), 0.0)
-        X = self._mc_samples(method, n_samples, random_state, samples)
+        X = self._mc_samples(method, n_samples, random_state, samples, codes)
         kind = "mc" if estimator == "paper" and t is None else "rao_blackwell"
         v, se = information(self._core(), var, target=t, estimator=kind, samples=X[None])
         return Estimate(float(v[0]), float(se[0]))
