@@ -1,9 +1,7 @@
 """The fitted CPD joint-PMF model, canonical in log space."""
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -72,6 +70,29 @@ target : int, optional
     Index of the predicted variable; defaults to the label variable.
 """ + _CODES_KW
 
+_FORMAT = "tensorprob.CPDModel/3"
+
+
+def _normalization_tol(dtype: torch.dtype, size: int) -> float:
+    return max(1e-6, 16 * torch.finfo(dtype).eps * size)
+
+
+def _check_normalized(weights: torch.Tensor, factors: Sequence[torch.Tensor], what: str) -> None:
+    """Raise unless ``weights`` sums to 1 and every factor column sums to 1 (to 1e-6 in float64)."""
+    dev = float((weights.to(torch.float64).sum() - 1).abs())
+    tol = _normalization_tol(weights.dtype, weights.numel())
+    if not dev <= tol:
+        raise ValueError(f"{what}: the weights sum to {float(weights.to(torch.float64).sum())!r}, not 1 "
+                         f"(tolerance {tol:.1e})")
+    for n, A in enumerate(factors):
+        col = A.to(torch.float64).sum(0)
+        err = (col - 1).abs()
+        tol = _normalization_tol(A.dtype, A.shape[0])
+        if not bool((err <= tol).all()):
+            f = int(torch.argmax(torch.where(torch.isnan(err), torch.inf, err)))
+            raise ValueError(f"{what}: column {f} of factor {n} sums to {float(col[f])!r}, not 1 (tolerance {tol:.1e})")
+
+
 _FRAGMENTS = {"codes_kw": _CODES_KW, "predict": _PREDICT, "model_meta": _MODEL_META, "codes": _CODES, "mc": _MC}
 
 
@@ -93,6 +114,10 @@ class CPDModel:
     factors : list of tensors of shape (I_n, F)
         Column-stochastic factor matrices, one per variable.
     %(model_meta)s
+    normalize : bool, default=False
+        Rescale ``weights`` to sum to one and every factor column to sum to one. Without it
+        the parameters must already be normalized (to 1e-6 in float64, a few ulps times the
+        size in float32), else a ``ValueError``.
 
     Attributes
     ----------
@@ -150,7 +175,7 @@ class CPDModel:
     def __init__(self, weights: torch.Tensor, factors: Sequence[torch.Tensor], *,
                  variable_names: Sequence[str] | None = None, target: int | None = None,
                  classes: np.ndarray | None = None, encoder: Any = None, n_iter: int = 0,
-                 loglik_history: np.ndarray | None = None, converged: bool = False) -> None:
+                 loglik_history: np.ndarray | None = None, converged: bool = False, normalize: bool = False) -> None:
         weights = torch.as_tensor(weights)
         factors = [torch.as_tensor(A, dtype=weights.dtype, device=weights.device) for A in factors]
         self._check_shapes(weights, factors)
@@ -158,6 +183,16 @@ class CPDModel:
             raise ValueError("weights and factors must be nonnegative")
         if not bool(torch.isfinite(weights).all()) or not all(bool(torch.isfinite(A).all()) for A in factors):
             raise ValueError("weights and factors must be finite")
+        if normalize:
+            if not bool(weights.sum() > 0) or any(bool((A.sum(0) <= 0).any()) for A in factors):
+                raise ValueError("normalize=True needs weights and factor columns with positive sums")
+            weights = weights / weights.sum()
+            factors = [A / A.sum(0, keepdim=True) for A in factors]
+        else:
+            try:
+                _check_normalized(weights, factors, "CPDModel")
+            except ValueError as exc:
+                raise ValueError(f"{exc}; pass normalize=True to rescale") from None
         self._set(torch.log(weights), [torch.log(A) for A in factors], variable_names, target, classes, encoder,
                   n_iter, loglik_history, converged)
         self._probs = (weights, factors)  # the given probabilities are the cache: no exp(log) round trip
@@ -447,7 +482,7 @@ class CPDModel:
         for A in factors:
             s = A.sum(0)
             w = w * s
-            scaled.append(A / torch.where(s > 0, s, torch.ones_like(s)))
+            scaled.append(torch.where(s > 0, A / torch.where(s > 0, s, torch.ones_like(s)), 1.0 / A.shape[0]))
         total = w.sum()
         if not bool(total > 0):
             raise ValueError("the CP tensor is zero everywhere")
@@ -857,35 +892,48 @@ class CPDModel:
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Save log parameters, names, history, class labels and the encoder (``torch.save``).
+        """Save log parameters, names, fit diagnostics, class labels and the encoder, without pickle.
 
-        The encoder, when there is one, is stored pickled; :meth:`load` unpickles it, so load
-        only files you trust.
+        The file (``torch.save`` format ``tensorprob.CPDModel/3``) holds the log parameters as
+        tensors and everything else as one JSON text: class labels and encoder categories as
+        arrays tagged with their dtype (bools, datetimes, strings and mixed objects come back as
+        they were) and the encoder (with its discretizer) as the state of a tensorprob /
+        scikit-learn estimator. :meth:`load` reads it with ``torch.load(weights_only=True)``
+        and unpickles nothing.
 
         Parameters
         ----------
         path : str or os.PathLike
             File written.
+
+        Raises
+        ------
+        ValueError
+            Metadata that cannot be written without pickle (e.g. an encoder holding a
+            discretizer that is not a tensorprob or scikit-learn estimator, or class labels
+            that are arbitrary Python objects).
         """
+        from ._persist import dumps
+
+        meta = {"variable_names": [str(v) for v in self.variable_names], "target": self.target,
+                "classes": None if self.classes is None else np.asarray(self.classes),
+                "encoder": self.encoder_, "n_iter": int(self.n_iter_), "converged": bool(self.converged_)}
         state = {
-            "format": "tensorprob.CPDModel/2",
+            "format": _FORMAT,
             "log_weights": self.log_weights.detach().cpu(),
             "log_factors": [A.detach().cpu() for A in self.log_factors],
-            "variable_names": list(self.variable_names),
-            "target": self.target,
-            "classes": None if self.classes is None else [str(c) for c in np.asarray(self.classes).tolist()],
-            "classes_dtype": None if self.classes is None else str(np.asarray(self.classes).dtype),
-            "n_iter": int(self.n_iter_),
             "loglik_history": torch.as_tensor(np.asarray(self.loglik_history_, dtype=np.float64)),
-            "converged": bool(self.converged_),
-            "encoder": None if self.encoder_ is None else
-            torch.frombuffer(bytearray(pickle.dumps(self.encoder_)), dtype=torch.uint8),
+            "meta": dumps(meta, "model"),
         }
         torch.save(state, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: Any = None) -> CPDModel:
         """Load a model written by :meth:`save`, onto ``device`` (default: the CPU).
+
+        Nothing is unpickled (``torch.load(weights_only=True)`` and a JSON description), and
+        what is read is validated: shapes, nonnegative parameters normalized to 1e-6, names,
+        label and class labels consistent with them.
 
         Parameters
         ----------
@@ -902,22 +950,52 @@ class CPDModel:
         Raises
         ------
         ValueError
-            The file is not a saved model.
+            The file is not a saved model: truncated, corrupt, foreign, of another format
+            version, or with inconsistent contents.
         """
+        name = os.fspath(path)
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:
-            raise ValueError(f"{os.fspath(path)!r} is not a saved tensorprob CPDModel ({exc})") from exc
-        if not isinstance(state, dict) or state.get("format") != "tensorprob.CPDModel/2":
-            raise ValueError(f"{os.fspath(path)!r} is not a saved tensorprob CPDModel")
-        classes = state["classes"]
-        if classes is not None:
-            classes = np.asarray(classes).astype(state["classes_dtype"]) if state["classes_dtype"] != "object" \
-                else np.asarray(classes, dtype=object)
-        encoder = None
-        if state["encoder"] is not None:
-            encoder = pickle.load(io.BytesIO(to_numpy(state["encoder"]).tobytes()))
-        m = cls.from_log_params(state["log_weights"], state["log_factors"], variable_names=state["variable_names"],
-                                target=state["target"], classes=classes, encoder=encoder, n_iter=state["n_iter"],
-                                loglik_history=state["loglik_history"].numpy(), converged=state["converged"])
+        except Exception as exc:  # noqa: BLE001 - one error for every unreadable file
+            raise ValueError(f"{name!r} is not a saved tensorprob CPDModel (unreadable: {type(exc).__name__}); "
+                             "it may be truncated, corrupt or another kind of file") from None
+        try:
+            m = cls._from_state(state)
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            raise ValueError(f"{name!r} is not a saved tensorprob CPDModel ({exc})") from None
         return m.to(device) if device is not None else m
+
+    @classmethod
+    def _from_state(cls, state: Any) -> CPDModel:
+        from ._persist import loads
+
+        if not isinstance(state, dict) or state.get("format") != _FORMAT:
+            fmt = state.get("format") if isinstance(state, dict) else None
+            raise ValueError(f"unknown format {fmt!r}, expected {_FORMAT!r}" if isinstance(fmt, str)
+                             else "not a tensorprob model file")
+        lw, lf, hist = state["log_weights"], state["log_factors"], state["loglik_history"]
+        if not (torch.is_tensor(lw) and isinstance(lf, list) and lf and all(torch.is_tensor(A) for A in lf)
+                and torch.is_tensor(hist)):
+            raise ValueError("parameters are not tensors")
+        if not lw.is_floating_point() or any(A.dtype != lw.dtype for A in lf):
+            raise ValueError("parameters are not of one floating dtype")
+        meta = loads(state["meta"])
+        if not isinstance(meta, dict):
+            raise TypeError("bad metadata")
+        m = cls.from_log_params(lw, lf, variable_names=meta["variable_names"], target=meta["target"],
+                                classes=meta["classes"], encoder=meta["encoder"], n_iter=meta["n_iter"],
+                                loglik_history=hist.to(torch.float64).numpy(), converged=meta["converged"])
+        _check_normalized(m.weights, m.factors, "stored parameters")
+        if m.target is not None:
+            if not isinstance(m.target, int) or not 0 <= m.target < m.n_variables:
+                raise ValueError(f"target {m.target!r} out of range")
+            if m.classes is not None and len(m.classes) != int(m.cardinalities[m.target]):
+                raise ValueError(f"{len(m.classes)} class labels for a label of {int(m.cardinalities[m.target])} "
+                                 "values")
+        if m.encoder_ is not None:
+            feats = m.n_variables - (m.target is not None)
+            if int(getattr(m.encoder_, "n_features_in_", -1)) != feats:
+                raise ValueError("the encoder does not match the model's variables")
+        if m.loglik_history_.ndim != 1:
+            raise ValueError("bad log-likelihood history")
+        return m
