@@ -42,8 +42,9 @@ random_state : int, numpy.random.Generator, torch.Generator or None, default=Non
     Seed or generator of every random choice; ``None`` draws fresh entropy (not reproducible).""",
     "X_raw": """\
 X : array-like, tensor or DataFrame of shape (n_samples, n_features)
-    Integer codes (``-1`` = missing) are used as they are; other data is encoded by
-    :func:`tensorprob.encode` (floats discretized into ``n_bins`` bins).""",
+    Raw data of any dtype, encoded by :func:`tensorprob.encode` (categories by value, a raw
+    ``-1`` included; continuous columns discretized into ``n_bins`` bins). An
+    :class:`~tensorprob.Encoded` is used as its codes (``-1`` = missing).""",
     "y_labels": """\
 y : array-like of shape (n_samples,)
     Class labels (any hashable values; missing labels are an error).""",
@@ -80,7 +81,12 @@ random_state : int, numpy.random.Generator, torch.Generator or None, default=Non
     does not depend on which other models share the batch. ``None`` draws fresh entropy.""",
     "cardinalities": """\
 cardinalities : sequence of int, optional
-    Alphabet size of each column when ``X`` is integer codes (default ``max + 1`` per column).""",
+    Alphabet size of each column; giving it declares an integer ``X`` to be codes (``-1`` =
+    missing). Without it a nonnegative integer ``X`` is its own codes (``max + 1`` values per
+    column) and any other ``X`` is encoded.""",
+    "cpd_missing_values": """\
+missing_values : scalar, sequence or None, default=None
+    Further values of raw ``X`` that mark a missing entry (see :func:`tensorprob.encode`).""",
     "discretizer": """\
 discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
     How :func:`tensorprob.encode` turns continuous columns of non-code input into codes (a
@@ -104,7 +110,8 @@ References
 
 # groups of the above that fit_cpd, fit_cpds and CPD document side by side
 FRAGMENTS["cpd_em"] = "\n".join(FRAGMENTS[k] for k in ("n_restarts", "n_iter_max", "tol", "alpha"))
-FRAGMENTS["cpd_encoding"] = "\n".join(FRAGMENTS[k] for k in ("cardinalities", "discretizer", "n_bins"))
+FRAGMENTS["cpd_encoding"] = "\n".join(FRAGMENTS[k] for k in ("cardinalities", "discretizer", "n_bins",
+                                                                "cpd_missing_values"))
 FRAGMENTS["cpd_fit_tail"] = "\n".join(FRAGMENTS[k] for k in ("init", "cpd_random_state", "cpd_encoding", "cpd_callback"))
 
 _SLOT = re.compile(r"^(?P<indent>[ \t]*)%\((?P<name>\w+)\)s[ \t]*$", re.MULTILINE)

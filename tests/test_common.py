@@ -14,15 +14,7 @@ def _instance(name, cls):
 ESTIMATORS = [_instance(n, get_selector(n)) for n in available_methods()] + [tp.Encoder(), tp.Discretizer()]
 
 
-def _expected_failures(estimator):
-    if type(estimator).__name__ in ("PDA", "VMI"):
-        # Integer -1 is tensorprob's missing-value code (see tensorprob.encode); the per-sample
-        # estimators reject missing data with a clear error instead of guessing.
-        return {"check_positive_only_tag_during_fit": "integer -1 marks a missing entry, which PDA/VMI reject"}
-    return {}
-
-
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
+@parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -364,8 +364,8 @@ def test_bad_input_errors():
         tp.fit_cpd(np.array([[0, 1], [1, 0], [0, 1]]), rank=3, n_iter_max=5)
     with pytest.raises(ValueError, match="init must be"):
         tp.fit_cpd(X, rank=2, init="magic")
-    with pytest.raises(ValueError, match="codes must be >= 0"):
-        tp.fit_cpd(X - 2, rank=2)
+    with pytest.raises(ValueError, match="codes must be >= 0"):  # declared codes (cardinalities=)
+        tp.fit_cpd(X - 2, rank=2, cardinalities=np.full(X.shape[1], 64))
     m = tp.fit_cpd(X, rank=2, random_state=0)
     with pytest.raises(ValueError, match="code out of range in column 0"):
         m.log_prob(np.array([[5, 0, 0]]))

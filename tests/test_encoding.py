@@ -19,7 +19,7 @@ def test_encode_mixed_dataframe():
         "size": [0.1, 0.5, np.nan, 0.9],
         "kind": pd.Categorical(["a", "b", "a", "b"]),
     })
-    enc = tp.encode(df, n_bins=2)
+    enc = tp.encode(df, n_bins=2, discretizer="uniform")
     assert enc.feature_names == ["color", "flag", "count", "size", "kind"]
     assert enc.codes[:, 0].tolist() == [1, 0, -1, 1]
     assert enc.codes[:, 1].tolist() == [1, 0, 1, 1]
@@ -28,7 +28,8 @@ def test_encode_mixed_dataframe():
     assert enc.codes[:, 4].tolist() == [0, 1, 0, 1]
     assert enc.cardinalities.tolist() == [2, 2, 3, 2, 2]
     assert enc.codes.dtype == np.int8
-    assert enc.encoder.kinds_ == ["categorical", "categorical", "codes", "discretized", "categorical"]
+    assert enc.encoder.kinds_ == ["categorical", "categorical", "categorical", "discretized", "categorical"]
+    assert enc.discretized == ["size"]
     # the fitted encoder maps new data the same way, and rejects unseen categories
     np.testing.assert_array_equal(enc.encoder.transform(df), enc.codes)
     bad = df.copy()
@@ -45,15 +46,15 @@ def test_encode_numpy_torch_and_strings():
     np.testing.assert_array_equal(enc_t.codes, enc.codes)
     S = np.array([["b", "x"], ["a", "y"], ["b", None]], dtype=object)
     assert tp.encode(S).codes.tolist() == [[1, 0], [0, 1], [1, -1]]
-    # -1 marks missing in integer columns (the code convention), unless disabled
-    assert tp.encode(np.array([[0], [-1], [1]])).codes[:, 0].tolist() == [0, -1, 1]
-    assert tp.encode(np.array([[0], [-1], [1]]), missing_code=None).codes[:, 0].tolist() == [1, 0, 2]
+    # a raw -1 is a value (issue 12); a value is missing only when named in missing_values
+    assert tp.encode(np.array([[0], [-1], [1]])).codes[:, 0].tolist() == [1, 0, 2]
+    assert tp.encode(np.array([[0], [-1], [1]]), missing_values=-1).codes[:, 0].tolist() == [0, -1, 1]
 
 
 def test_encode_discretizes_floats_and_many_valued_ints():
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.normal(size=200), rng.integers(0, 256, 200)])
-    enc = tp.encode(X, n_bins=5)
+    enc = tp.encode(X, n_bins=5, discretizer="uniform")
     assert enc.encoder.kinds_ == ["discretized", "discretized"]
     assert enc.cardinalities.tolist() == [5, 5]
     kb = KBinsDiscretizer(n_bins=5, encode="ordinal", strategy="uniform").fit(X)
@@ -157,14 +158,15 @@ def test_encoder_and_discretizer_are_sklearn_transformers():
 def test_encoder_keeps_the_semantics_of_pandas_dtypes():
     df = pd.DataFrame({
         "i": pd.array([1, 2, 3, 1], dtype="Int64"),           # nullable int, complete: codes
-        "j": pd.array([1, None, 3, 1], dtype="Int64"),        # nullable int with NA: continuous
+        "j": pd.array([1, None, 3, 1], dtype="Int64"),        # nullable int with NA: categories too
         "f": pd.array([0.5, 1.5, None, 0.5], dtype="Float64"),
         "s": pd.array(["a", "b", None, "a"], dtype="string"),
         "b": pd.array([True, None, False, True], dtype="boolean"),
         "c": pd.Categorical(["x", "y", "x", "y"]),
     })
-    enc = tp.encode(df, n_bins=2)
-    assert enc.encoder.kinds_ == ["codes", "discretized", "discretized", "categorical", "categorical", "categorical"]
+    enc = tp.encode(df, n_bins=2, discretizer="uniform")
+    assert enc.encoder.kinds_ == ["categorical", "categorical", "discretized", "categorical", "categorical",
+                                  "categorical"]
     assert enc.codes.tolist() == [[0, 0, 0, 0, 1, 0], [1, -1, 1, 1, -1, 1], [2, 1, -1, -1, 0, 0], [0, 0, 0, 0, 1, 1]]
 
 

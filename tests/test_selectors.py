@@ -142,8 +142,12 @@ def test_bad_input():
         tp.PDA(k=2, distribution="fid", k1=2, k2=1).fit(X, y)
     with pytest.raises(ValueError, match="'q' parameter"):
         tp.VMI(k=2, q="triple").fit(X, y)
+    # a raw -1 is a value (issue 12); missing_values=-1 names it missing
     Xm = X.copy()
     Xm[0, 0] = -1
+    tp.VMI(k=2).fit(Xm, y)
     with pytest.raises(ValueError, match="complete data"):
-        tp.VMI(k=2).fit(Xm, y)
-    tp.JMI(k=2).fit(Xm, y)  # count estimators drop missing entries pairwise
+        tp.VMI(k=2, missing_values=-1).fit(Xm, y)
+    with pytest.raises(ValueError, match="complete data"):
+        tp.VMI(k=2).fit(np.where(Xm == -1, np.nan, Xm), y)
+    tp.JMI(k=2, missing_values=-1).fit(Xm, y)  # count estimators drop missing entries pairwise

@@ -80,6 +80,7 @@ class CPD(BaseEstimator):
         "cardinalities": ["array-like", None],
         "discretizer": [str, object],
         "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "missing_values": "no_validation",
         "device": [str, torch.device],
         "dtype": [str, torch.dtype, None],
         "random_state": ["random_state", torch.Generator],
@@ -87,7 +88,7 @@ class CPD(BaseEstimator):
 
     def __init__(self, rank: int = 20, *, n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6,
                  alpha: float = 0.0, init: str = "kmeans++", cardinalities: Any = None, discretizer: Any = "uniform",
-                 n_bins: int = 5, device: Any = "auto", dtype: Any = None,
+                 n_bins: int = 5, missing_values: Any = None, device: Any = "auto", dtype: Any = None,
                  random_state: RandomStateLike = None) -> None:
         self.rank = rank
         self.n_restarts = n_restarts
@@ -98,6 +99,7 @@ class CPD(BaseEstimator):
         self.cardinalities = cardinalities
         self.discretizer = discretizer
         self.n_bins = n_bins
+        self.missing_values = missing_values
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
@@ -122,7 +124,8 @@ class CPD(BaseEstimator):
         self.model_ = fit_cpd(X, rank=self.rank, y=y, device=self.device, dtype=self.dtype,
                               n_restarts=self.n_restarts, n_iter_max=self.n_iter_max, tol=self.tol, alpha=self.alpha,
                               sample_weight=sample_weight, init=self.init, random_state=self.random_state,
-                              cardinalities=self.cardinalities, discretizer=self.discretizer, n_bins=self.n_bins)
+                              cardinalities=self.cardinalities, discretizer=self.discretizer, n_bins=self.n_bins,
+                              missing_values=self.missing_values)
         self.n_iter_ = self.model_.n_iter_
         self.converged_ = self.model_.converged_
         return self

@@ -60,7 +60,8 @@ def _fit_prepared(prep: PreparedData, ranks: list[int], W_np: np.ndarray, *, dev
 def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtype: Any = None, n_restarts: int = 1,
             n_iter_max: int = 500, tol: float = 1e-6, alpha: float = 0.0, sample_weight: Any = None,
             init: str = "kmeans++", random_state: RandomStateLike = None, cardinalities: Sequence[int] | None = None,
-            discretizer: Any = "uniform", n_bins: int = 5, callback: Any = None) -> CPDModel:
+            discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None,
+            callback: Any = None) -> CPDModel:
     """Fit a nonnegative canonical polyadic decomposition (CPD) model of the joint PMF of categorical data.
 
     The fit maximizes the (weighted) log-likelihood, i.e. minimizes the Kullback-Leibler (KL)
@@ -123,7 +124,8 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
                          "tensorprob.fit_cpds")
     return _fit_cpds(X, [rank], y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
                      tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
-                     cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback)[0]
+                     cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback,
+                     missing_values=missing_values)[0]
 
 
 @fill_doc
@@ -131,7 +133,7 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
              n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6, alpha: float = 0.0,
              sample_weight: Any = None, init: str = "kmeans++", random_state: RandomStateLike = None,
              cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform", n_bins: int = 5,
-             callback: Any = None) -> list[CPDModel]:
+             missing_values: Any = None, callback: Any = None) -> list[CPDModel]:
     """Fit several CPD models of the same data (ranks x weight sets, each with restarts) in one batched EM.
 
     Parameters
@@ -177,12 +179,14 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
         raise TypeError(f"ranks must be a sequence of integers, got {ranks!r}")
     return _fit_cpds(X, ranks, y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
                      tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
-                     cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback)
+                     cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback,
+                     missing_values=missing_values)
 
 
 def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, n_restarts: Any, n_iter_max: Any,
               tol: Any, alpha: Any, sample_weight: Any, init: Any, random_state: RandomStateLike,
-              cardinalities: Sequence[int] | None, discretizer: Any, n_bins: Any, callback: Any) -> list[CPDModel]:
+              cardinalities: Sequence[int] | None, discretizer: Any, n_bins: Any, callback: Any,
+              missing_values: Any = None) -> list[CPDModel]:
     """:func:`fit_cpds` after its type check of ``ranks``; warnings point at the caller of the public function."""
     ranks = [_check_int("rank", r, 1) for r in ranks]
     if not ranks:
@@ -190,7 +194,8 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
     n_restarts, n_iter_max, tol, alpha = _check_options(n_restarts, n_iter_max, tol, alpha, init)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins)
+    prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                        missing_values=missing_values)
     W_np = _check_weights(sample_weight, prep.codes.shape[0])
     return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
                          tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,

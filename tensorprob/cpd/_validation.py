@@ -11,7 +11,8 @@ import torch
 from .._config import get_config
 from .._device import to_numpy
 from ..counting import unique_rows
-from ..encoding import encode, encode_labels
+from ..encoding import Encoded, encode
+from ..encoding._encode import check_classification_target
 
 
 @dataclass
@@ -56,17 +57,36 @@ def _is_code_array(X: Any) -> bool:
     return arr.dtype.kind in "iu"
 
 
+def _declared_codes(X: Any, cardinalities: Any, missing_values: Any) -> bool:
+    """Whether X is taken as codes: an integer array with ``cardinalities`` (then -1 is missing),
+    or a nonnegative one (its values are their own codes); a raw ``-1`` is otherwise a value."""
+    if not _is_code_array(X) or missing_values is not None:
+        return False
+    if cardinalities is not None:
+        return True
+    arr = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
+    return not (arr.size and arr.min() < 0)
+
+
 def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform",
-                 n_bins: int = 5) -> PreparedData:
+                 n_bins: int = 5, missing_values: Any = None) -> PreparedData:
     """Turn X (codes or raw data) and optional labels into codes with the label as the last variable.
 
-    Integer arrays and tensors are taken as codes as they are (-1 = missing) with
-    cardinalities ``max + 1`` per column unless given; anything else goes through
+    An :class:`~tensorprob.Encoded` is taken as codes (-1 = missing). So are integer arrays and
+    tensors given with ``cardinalities`` (-1 = missing), and nonnegative integer arrays
+    (cardinalities ``max + 1`` per column). Anything else, a raw ``-1`` included, goes through
     :func:`tensorprob.encode` (floats are discretized by ``discretizer``).
     """
     limit = get_config()["max_categories"]
     encoder = None
-    if _is_code_array(X):
+    names = None
+    encoded = isinstance(X, Encoded)
+    if encoded:
+        names, encoder = X.feature_names, X.encoder
+        if cardinalities is None:
+            cardinalities = X.cardinalities
+        X = np.asarray(X.codes)
+    if encoded or _declared_codes(X, cardinalities, missing_values):
         codes = (to_numpy(X) if torch.is_tensor(X) else np.asarray(X)).astype(np.int64)
         if codes.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {codes.shape}")
@@ -88,7 +108,7 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
             if over.size:
                 raise ValueError(f"column {int(over[0])} has code {int(codes[:, over[0]].max())} >= its "
                                  f"cardinality {int(cards[over[0]])}")
-        names = [f"x{j}" for j in range(codes.shape[1])]
+        names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(codes.shape[1])]
         big = np.flatnonzero(cards > limit)
         if big.size:
             raise ValueError(
@@ -97,11 +117,11 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
                 "tensorprob.config_context(max_categories=...)"
             )
     else:
-        enc = encode(X, y, discretizer=discretizer, n_bins=n_bins)
+        enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
         codes, cards, names, encoder = enc.codes.astype(np.int64), enc.cardinalities, enc.feature_names, enc.encoder
     target = classes = None
     if y is not None:
-        ycodes, classes = encode_labels(y)
+        ycodes, classes = check_classification_target(y)
         if ycodes.shape[0] != codes.shape[0]:
             raise ValueError(f"X has {codes.shape[0]} rows but y has {ycodes.shape[0]} labels")
         if classes.size < 2:

@@ -1,8 +1,9 @@
 """Raw data (NumPy, torch, pandas; any dtype) to integer codes, cardinalities and names."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from numbers import Integral
+from numbers import Integral, Number
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -18,14 +19,19 @@ from ._discretize import Discretizer
 #: encode their input with an :class:`Encoder`).
 ENCODING_FRAGMENTS: dict[str, str] = {
     "coding_rules": """\
-Strings, bools, pandas categoricals and integer columns with at most ``max_categories``
-distinct values are categorical: their sorted distinct values get codes ``0..I-1``.
-Floats, and integer columns with more distinct values, are continuous and go through
-``discretizer``. ``None``/``NaN`` (and ``missing_code`` in integer columns) become -1.""",
+Every column is categorical by value unless it is genuinely continuous: strings, bools,
+pandas categoricals, integer columns (NumPy or pandas' nullable ``Int*``/``UInt*``) and float
+columns whose observed values are all integral, with at most ``max_categories`` distinct
+values, get the codes ``0..I-1`` of their sorted distinct values. In an object column values
+of different types stay different categories (``1``, ``"1"`` and ``True`` are three). Only
+floats with non-integral values, and numeric columns with more than ``max_categories``
+distinct values, are continuous and go through ``discretizer``. Missing entries (``None``,
+``NaN``, ``pandas.NA``/``NaT`` and the ``missing_values``) get the code -1; a raw ``-1`` is a
+value like any other. An :class:`Encoded` object is taken as codes already (-1 missing).""",
     "X_columns": """\
-X : ndarray, torch.Tensor or pandas.DataFrame of shape (n_samples, n_features)
+X : ndarray, torch.Tensor, pandas.DataFrame or Encoded of shape (n_samples, n_features)
     Raw columns of any dtype (numbers, strings, bools, categoricals); ``None``/``NaN`` are
-    missing.""",
+    missing. An :class:`Encoded` object (the result of :func:`encode`) is used as its codes.""",
     "y_supervised": """\
 y : array-like of shape (n_samples,), default=None
     Class labels, used only by a supervised discretizer (``"mdl"``).""",
@@ -43,22 +49,56 @@ discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or N
     (equal-width, equal-frequency or supervised MDL bins), or a transformer such as
     scikit-learn's ``KBinsDiscretizer`` (fitted on a clone). ``None`` makes a continuous
     column an error.""",
+    "discretizer_auto": """\
+discretizer : {"auto", "uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="auto"
+    How continuous columns become codes: a :class:`~tensorprob.Discretizer` strategy
+    (equal-width, equal-frequency or supervised MDL bins), or a transformer such as
+    scikit-learn's ``KBinsDiscretizer`` (fitted on a clone). ``"auto"`` is ``"uniform"``
+    with a warning naming the discretized columns (pass a strategy to silence it).
+    ``None`` makes a continuous column an error.""",
     "n_bins": """\
 n_bins : int, default=5
     Number of bins of the built-in discretizers (the largest number for ``"mdl"``).""",
     "max_categories": """\
 max_categories : int or None, default=None
     Largest alphabet of a categorical column (None: ``get_config()["max_categories"]``, 64).""",
-    "missing_code": """\
-missing_code : int or None, default=-1
-    Value that marks a missing entry in integer columns (the code convention); None for none.""",
+    "missing_values": """\
+missing_values : scalar, sequence or None, default=None
+    Further values that mark a missing entry (for example ``"?"`` or ``-999``), besides
+    ``None``, ``NaN`` and ``pandas.NA``/``NaT``. Matched by type and value: ``-1`` marks the
+    number -1, not the string ``"-1"``.""",
 }
+
+_SHOWN = 5  # how many names / values an error or warning message lists
+
+
+def _preview(items: Sequence[Any], n: int = _SHOWN) -> str:
+    """At most ``n`` items of a sequence as text, with the total when some are left out."""
+    items = list(items)
+    head = ", ".join(repr(v) for v in items[:n])
+    return head + (f", ... ({len(items)} in all)" if len(items) > n else "")
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of a warning that points at the first caller outside tensorprob and scikit-learn."""
+    import os
+    import sys
+
+    roots = tuple(os.path.dirname(os.path.dirname(m.__file__)) + os.sep
+                  for m in (sys.modules["tensorprob"], sys.modules["sklearn"]) if getattr(m, "__file__", None))
+    roots = tuple(r + name for r, name in zip(roots, ("tensorprob", "sklearn")))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(roots):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _is_missing(values: np.ndarray) -> np.ndarray:
     """Boolean mask of None / NaN / pandas NA entries of a 1-D array of any dtype."""
-    if values.dtype.kind == "f":
+    if values.dtype.kind in "fc":
         return np.isnan(values)
+    if values.dtype.kind == "M":
+        return np.isnat(values)
     if values.dtype.kind == "O":
         try:
             import pandas as pd  # vectorized when pandas is installed
@@ -74,35 +114,104 @@ def _is_pd_na(v: Any) -> bool:
     return t in ("NAType", "NaTType")
 
 
+def _group(v: Any) -> str:
+    """The type group of a value: values of different groups are never the same category."""
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, Number):
+        return "number"
+    if isinstance(v, (str, np.str_)):
+        return "str"
+    if isinstance(v, (bytes, np.bytes_)):
+        return "bytes"
+    return type(v).__name__
+
+
+def _key(v: Any) -> tuple[str, Any]:
+    g = _group(v)
+    if g == "number":  # 1, 1.0 and np.int8(1) are one number
+        v = v.item() if hasattr(v, "item") else v
+    elif g == "bool":
+        v = bool(v)
+    return g, v
+
+
+def _missing_keys(missing_values: Any) -> set:
+    if missing_values is None:
+        return set()
+    vals = missing_values if isinstance(missing_values, (list, tuple, set, np.ndarray)) else [missing_values]
+    return {_key(v) for v in vals if v is not None and not (isinstance(v, float) and v != v)}
+
+
+def _user_missing(col: np.ndarray, keys: set) -> np.ndarray:
+    """Mask of the entries of ``col`` equal (in type and value) to one of the ``missing_values``."""
+    if not keys:
+        return np.zeros(col.shape, dtype=bool)
+    kind = col.dtype.kind
+    if kind in "iuf":
+        nums = [v for g, v in keys if g == "number"]
+        return np.isin(col, nums) if nums else np.zeros(col.shape, dtype=bool)
+    if kind == "b":
+        bools = [v for g, v in keys if g == "bool"]
+        return np.isin(col, bools) if bools else np.zeros(col.shape, dtype=bool)
+    if kind in "US":
+        group = "str" if kind == "U" else "bytes"
+        texts = [v for g, v in keys if g == group]
+        return np.isin(col, texts) if texts else np.zeros(col.shape, dtype=bool)
+    out = np.zeros(col.shape, dtype=bool)
+    for i, v in enumerate(col):
+        try:
+            out[i] = _key(v) in keys
+        except TypeError:  # unhashable
+            out[i] = False
+    return out
+
+
+def _sort_keys(keys: Sequence[tuple[str, Any]]) -> list:
+    """Sorted distinct keys: by type group, then by value (by text where values do not compare)."""
+    try:
+        return sorted(keys)
+    except TypeError:
+        return sorted(keys, key=lambda k: (k[0], type(k[1]).__name__, str(k[1])))
+
+
 def _columns(X: Any) -> tuple[list[np.ndarray], list[str] | None, list[bool]]:
-    """Split X into 1-D column arrays; return names (when X has them) and pandas categorical flags."""
+    """Split X into 1-D column arrays; return names (when X has them) and categorical flags.
+
+    A column flagged categorical is an object array whose values are categories as they are
+    (pandas categoricals, strings and nullable booleans); nullable numbers become float arrays
+    with NaN for ``pd.NA``.
+    """
     if hasattr(X, "iloc") and hasattr(X, "columns"):  # pandas DataFrame
         import pandas as pd
         from pandas.api import types as pdt
 
+        dup = X.columns[X.columns.duplicated()]
+        if len(dup):
+            raise ValueError(f"X has duplicate column names: {_preview(list(dict.fromkeys(dup)))}; "
+                             "every column needs its own name")
         cols, cat = [], []
-        for name in X.columns:
-            s = X[name]
+        for j in range(X.shape[1]):
+            s = X.iloc[:, j]
             dt = s.dtype
             categorical = isinstance(dt, pd.CategoricalDtype)
             text_or_bool = isinstance(dt, (pd.StringDtype, pd.BooleanDtype))
             # pandas' nullable numbers (Int64, UInt8, Float64, ...): numbers with pd.NA
             nullable_number = pdt.is_extension_array_dtype(dt) and not categorical and not text_or_bool and (
                 pdt.is_integer_dtype(dt) or pdt.is_float_dtype(dt))
-            is_cat = categorical or text_or_bool or pdt.is_object_dtype(dt)
             if categorical or text_or_bool:
                 arr = np.asarray(s.astype(object))
             elif nullable_number:
-                arr = np.asarray(s.astype(object))
-                is_cat = False
-                miss = _is_missing(arr)
-                vals = np.full(arr.shape, np.nan)
-                vals[~miss] = arr[~miss].astype(np.float64)
-                arr = vals.astype(np.int64) if pdt.is_integer_dtype(dt) and not miss.any() else vals
+                obj = np.asarray(s.astype(object))
+                miss = _is_missing(obj)
+                arr = np.full(obj.shape, np.nan)
+                arr[~miss] = obj[~miss].astype(np.float64)
+                if pdt.is_integer_dtype(dt) and not miss.any():
+                    arr = arr.astype(np.int64)
             else:
                 arr = np.asarray(s)
             cols.append(arr)
-            cat.append(is_cat)
+            cat.append(categorical or text_or_bool)
         return cols, [str(c) for c in X.columns], cat
     if hasattr(X, "iloc"):  # pandas Series
         return _columns(X.to_frame())
@@ -127,10 +236,20 @@ def _numeric_view(col: np.ndarray) -> np.ndarray | None:
                for v in vals):
         return None
     if all(isinstance(v, (int, np.integer)) for v in vals) and not miss.any():
-        return col.astype(np.int64)
+        try:
+            return col.astype(np.int64)
+        except OverflowError:
+            pass
     out = np.full(col.shape, np.nan)
     out[~miss] = vals.astype(np.float64)
     return out
+
+
+def _is_integral(vals: np.ndarray) -> bool:
+    """Whether every (finite) value of a numeric array is a whole number."""
+    if vals.dtype.kind in "iub":
+        return True
+    return bool(np.all(np.isfinite(vals)) and np.all(vals == np.round(vals)))
 
 
 @fill_doc(**ENCODING_FRAGMENTS)
@@ -141,10 +260,10 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    %(discretizer)s
+    %(discretizer_auto)s
     %(n_bins)s
     %(max_categories)s
-    %(missing_code)s
+    %(missing_values)s
 
     Attributes
     ----------
@@ -153,10 +272,12 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     cardinalities_ : ndarray of int64
         Alphabet size of every column.
     kinds_ : list of {"categorical", "codes", "discretized"}
-        Kind of every column: categorical values, integer codes used as they are, or
-        continuous values binned by the discretizer.
+        Kind of every column: categorical by value, codes of an :class:`Encoded` input used as
+        they are, or continuous values binned by the discretizer.
     categories_ : list of ndarray or None
         For categorical and code columns, the value of each code (sorted).
+    discretized_ : list of str
+        Names of the columns that were discretized (continuous), in order.
     discretizer_ : Discretizer or object or None
         Fitted discretizer of the continuous columns (in the order they appear).
     n_features_in_ : int
@@ -174,24 +295,24 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> import numpy as np
     >>> from tensorprob import Encoder
     >>> X = np.array([["a", 0.1], ["b", 0.9], [None, 0.5]], dtype=object)
-    >>> enc = Encoder(n_bins=2).fit(X)
-    >>> enc.transform(X).tolist(), enc.kinds_
-    ([[0, 0], [1, 1], [-1, 1]], ['categorical', 'discretized'])
+    >>> enc = Encoder(discretizer="uniform", n_bins=2).fit(X)
+    >>> enc.transform(X).tolist(), enc.kinds_, enc.discretized_
+    ([[0, 0], [1, 1], [-1, 1]], ['categorical', 'discretized'], ['x1'])
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "discretizer": [StrOptions({"uniform", "quantile", "mdl"}), HasMethods(["fit_transform"]), None],
+        "discretizer": [StrOptions({"auto", "uniform", "quantile", "mdl"}), HasMethods(["fit_transform"]), None],
         "n_bins": [Interval(Integral, 2, None, closed="left")],
         "max_categories": [Interval(Integral, 1, None, closed="left"), None],
-        "missing_code": [Integral, None],
+        "missing_values": "no_validation",  # any value, or a sequence of values
     }
 
-    def __init__(self, discretizer: Any = "uniform", n_bins: int = 5, max_categories: int | None = None,
-                 missing_code: int | None = -1) -> None:
+    def __init__(self, discretizer: Any = "auto", n_bins: int = 5, max_categories: int | None = None,
+                 missing_values: Any = None) -> None:
         self.discretizer = discretizer
         self.n_bins = n_bins
         self.max_categories = max_categories
-        self.missing_code = missing_code
+        self.missing_values = missing_values
 
     @fill_doc(**ENCODING_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=False)  # a user discretizer is validated when it fits
@@ -227,7 +348,30 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self._fit(X, y, feature_names)
 
     # -- fitting -------------------------------------------------------------------------
+    def _fit_encoded(self, X: Encoded, feature_names: Sequence[str] | None) -> np.ndarray:
+        codes = _check_codes(X.codes, X.cardinalities)
+        cards = np.asarray(X.cardinalities, dtype=np.int64).copy()
+        if feature_names is None:
+            feature_names = X.feature_names if X.feature_names is not None else [f"x{j}" for j in range(codes.shape[1])]
+        names = [str(n) for n in feature_names]
+        if len(names) != codes.shape[1]:
+            raise ValueError(f"feature_names has {len(names)} entries but X has {codes.shape[1]} columns")
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = codes.shape[1]
+        self.feature_names_ = names
+        self.kinds_ = ["codes"] * codes.shape[1]
+        self.categories_ = [np.arange(c) for c in cards]
+        self.discretized_ = []
+        self.discretizer_ = None
+        self.cardinalities_ = cards
+        self._cont_idx = []
+        self._lookup = [None] * codes.shape[1]
+        return _compact(codes, cards)
+
     def _fit(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
+        if isinstance(X, Encoded):
+            return self._fit_encoded(X, feature_names)
         _check_sparse(self, X)
         cols, names, pandas_cat = _columns(X)
         n_rows = cols[0].shape[0] if cols else int(np.shape(X)[0])
@@ -244,56 +388,64 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if names is None:
             names = [f"x{j}" for j in range(len(cols))]
         limit = self.max_categories if self.max_categories is not None else get_config()["max_categories"]
+        miss_keys = _missing_keys(self.missing_values)
         kinds: list[str] = []
         cats: list[np.ndarray | None] = []
+        lookup: list[dict | None] = []
         codes = np.empty((n_rows, len(cols)), dtype=np.int64)
         cont_idx: list[int] = []
         for j, col in enumerate(cols):
             if col.dtype.kind == "O" and not pandas_cat[j]:
                 num = _numeric_view(col)
                 col = col if num is None else num
-            elif col.dtype.kind == "O":
-                num = _numeric_view(col)
-                if num is not None and num.dtype.kind == "f":
-                    col = num  # a pandas object column holding floats: continuous
             kind = col.dtype.kind
-            if kind in "iu":
-                miss = (col == self.missing_code) if self.missing_code is not None else np.zeros(n_rows, bool)
-                uniq = np.unique(col[~miss])
-                if uniq.size <= limit:
-                    kinds.append("codes")
+            if kind == "c":
+                raise ValueError(f"Complex data not supported: column {names[j]!r} is complex-valued; "
+                                 "tensorprob handles real or categorical data")
+            miss = _is_missing(col) | _user_missing(col, miss_keys)
+            if kind in "iuf":
+                vals = col[~miss]
+                uniq = np.unique(vals)
+                if _is_integral(vals) and uniq.size <= limit:  # categories by value
+                    kinds.append("categorical")
                     cats.append(uniq)
-                    codes[:, j] = np.where(miss, -1, np.searchsorted(uniq, col))
+                    lookup.append(None)
+                    codes[:, j] = -1
+                    codes[~miss, j] = np.searchsorted(uniq, vals)
                 else:
                     kinds.append("discretized")
                     cats.append(None)
+                    lookup.append(None)
                     cols[j] = np.where(miss, np.nan, col.astype(np.float64))
                     cont_idx.append(j)
-            elif kind in "fc":
-                if kind == "c":
-                    raise ValueError(f"Complex data not supported: column {names[j]!r} is complex-valued; "
-                                     "tensorprob handles real or categorical data")
-                kinds.append("discretized")
-                cats.append(None)
-                cols[j] = col.astype(np.float64)
-                cont_idx.append(j)
-            elif kind in "bOUSM" or pandas_cat[j]:
-                miss = _is_missing(col) if kind == "O" else np.zeros(n_rows, bool)
+            elif kind in "bUSMm":
                 vals = col[~miss]
-                try:
-                    uniq, inv = np.unique(vals, return_inverse=True)
-                except TypeError:  # mixed types: order by their text
-                    vals = vals.astype(str)
-                    uniq, inv = np.unique(vals, return_inverse=True)
-                if uniq.size > limit:
-                    raise ValueError(
-                        f"column {names[j]!r} has {uniq.size} categories, above max_categories={limit}; "
-                        "raise the limit with tensorprob.config_context(max_categories=...) or pass max_categories"
-                    )
+                uniq, inv = np.unique(vals, return_inverse=True)
+                self._check_limit(names[j], uniq.size, limit)
                 kinds.append("categorical")
                 cats.append(uniq)
+                lookup.append(None)
                 codes[:, j] = -1
                 codes[~miss, j] = inv.ravel()
+            elif kind == "O":
+                vals = col[~miss]
+                try:
+                    keys = [_key(v) for v in vals]
+                    table = {}
+                    for v, kv in zip(vals, keys):
+                        table.setdefault(kv, v)
+                except TypeError as exc:
+                    raise TypeError(f"column {names[j]!r} holds unhashable values ({exc})") from None
+                order = _sort_keys(list(table))
+                self._check_limit(names[j], len(order), limit)
+                index = {kv: i for i, kv in enumerate(order)}
+                uniq = np.empty(len(order), dtype=object)
+                uniq[:] = [table[kv] for kv in order]
+                kinds.append("categorical")
+                cats.append(uniq)
+                lookup.append(index)
+                codes[:, j] = -1
+                codes[~miss, j] = np.fromiter((index[kv] for kv in keys), dtype=np.int64, count=len(keys))
             else:
                 raise TypeError(f"column {names[j]!r} has unsupported dtype {col.dtype}")
         self.discretizer_ = None
@@ -308,7 +460,8 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 bad = names[cont_idx[int(np.flatnonzero(np.isinf(cont).any(0))[0])]]
                 raise ValueError(f"column {bad!r} contains infinite values")
             if isinstance(self.discretizer, str):
-                disc = Discretizer(n_bins=self.n_bins, strategy=self.discretizer)
+                strategy = "uniform" if self.discretizer == "auto" else self.discretizer
+                disc = Discretizer(n_bins=self.n_bins, strategy=strategy)
             else:  # a user object: fit a copy, never the caller's instance
                 from sklearn.base import clone
 
@@ -316,6 +469,11 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             out = np.asarray(disc.fit_transform(cont, y) if isinstance(disc, Discretizer) else disc.fit_transform(cont))
             codes[:, cont_idx] = out.astype(np.int64)
             self.discretizer_ = disc
+            if self.discretizer == "auto":
+                warnings.warn(
+                    f"{len(cont_idx)} continuous column(s) discretized into {self.n_bins} equal-width bins: "
+                    f"{_preview([names[j] for j in cont_idx])}; pass discretizer='uniform' (or another strategy) "
+                    "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
         cards = np.empty(len(cols), dtype=np.int64)
         dj = 0
         for j in range(len(cols)):
@@ -330,9 +488,22 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.feature_names_ = list(names)
         self.kinds_ = kinds
         self.categories_ = cats
+        self.discretized_ = [names[j] for j in cont_idx]
         self.cardinalities_ = cards
         self._cont_idx = cont_idx
+        self._lookup = lookup
         return _compact(codes, cards)
+
+    @staticmethod
+    def _check_limit(name: str, size: int, limit: int) -> None:
+        if size > limit:
+            raise ValueError(
+                f"column {name!r} has {size} categories, above max_categories={limit}; "
+                "raise the limit with tensorprob.config_context(max_categories=...) or pass max_categories"
+            )
+
+    def _reorder(self, X: Any) -> Any:
+        return match_columns(X, getattr(self, "feature_names_in_", None))
 
     @fill_doc(**ENCODING_FRAGMENTS)
     def transform(self, X: Any) -> np.ndarray:
@@ -341,7 +512,8 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         %(X_columns)s
-            The columns must match those seen by ``fit``.
+            The columns must match those seen by ``fit``; DataFrame columns are matched by name
+            (in any order).
 
         Returns
         -------
@@ -351,41 +523,59 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            On a category never seen when fitting, or a different number of columns.
+            On a category never seen when fitting, or other columns than when fitting.
         """
         check_is_fitted(self)
+        if isinstance(X, Encoded):
+            X = X.codes
         _check_sparse(self, X)
-        cols, _, _ = _columns(X)
+        X = self._reorder(X)
+        cols, _, pandas_cat = _columns(X)
         _check_feature_names(self, X, reset=False)
         if len(cols) != self.n_features_in_:
             raise ValueError(f"X has {len(cols)} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
         n_rows = cols[0].shape[0]
+        miss_keys = _missing_keys(self.missing_values)
         codes = np.empty((n_rows, len(cols)), dtype=np.int64)
         for j, (kind, cat) in enumerate(zip(self.kinds_, self.categories_)):
-            if kind == "discretized":
-                continue
             col = cols[j]
-            if kind == "codes":
+            if col.dtype.kind == "O" and not pandas_cat[j] and (kind != "categorical" or self._lookup[j] is None):
                 num = _numeric_view(col)
                 col = col if num is None else num
-                miss = (col == self.missing_code) if self.missing_code is not None else np.zeros(n_rows, bool)
-                if col.dtype.kind == "f":
-                    miss |= np.isnan(col)
-            else:
-                miss = _is_missing(col) if col.dtype.kind == "O" else np.zeros(n_rows, bool)
+            if kind == "codes":
+                c = np.asarray(col)
+                if c.dtype.kind == "f":
+                    c = np.where(np.isnan(c), -1, c)
+                c = c.astype(np.int64)
+                if (c < -1).any() or (c >= self.cardinalities_[j]).any():
+                    raise ValueError(f"column {self.feature_names_[j]!r} has codes outside -1..{self.cardinalities_[j] - 1}")
+                codes[:, j] = c
+                continue
+            miss = _is_missing(col) | _user_missing(col, miss_keys)
+            if kind == "discretized":
+                cols[j] = np.where(miss, np.nan, np.asarray(col, dtype=np.float64))
+                continue
             vals = col[~miss]
-            try:
-                pos = np.searchsorted(cat, vals).clip(0, len(cat) - 1)
-                ok = cat[pos] == vals
-            except TypeError:
-                cs = cat.astype(str)
-                vs = vals.astype(str)
-                pos = np.searchsorted(cs, vs).clip(0, len(cs) - 1)
-                ok = cs[pos] == vs
-            if not np.all(ok):
-                raise ValueError(f"column {self.feature_names_[j]!r} has a value not seen when fitting: "
-                                 f"{vals[~np.asarray(ok)][0]!r}")
+            table = self._lookup[j]
+            if table is not None:
+                pos = np.empty(vals.shape[0], dtype=np.int64)
+                for i, v in enumerate(vals):
+                    try:
+                        pos[i] = table[_key(v)]
+                    except (KeyError, TypeError):
+                        raise ValueError(f"column {self.feature_names_[j]!r} has a value not seen when fitting: "
+                                         f"{v!r}") from None
+            else:
+                try:
+                    pos = np.searchsorted(cat, vals).clip(0, len(cat) - 1)
+                    ok = np.asarray(cat[pos] == vals, dtype=bool)
+                except TypeError:
+                    ok = np.zeros(vals.shape[0], dtype=bool)
+                    pos = np.zeros(vals.shape[0], dtype=np.int64)
+                if not np.all(ok):
+                    raise ValueError(f"column {self.feature_names_[j]!r} has a value not seen when fitting: "
+                                     f"{vals[~ok][0]!r}")
             codes[:, j] = -1
             codes[~miss, j] = pos
         if self._cont_idx:
@@ -401,6 +591,45 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.categorical = True
         tags.transformer_tags.preserves_dtype = []  # the output is integer codes
         return tags
+
+
+def match_columns(X: Any, fitted: Any) -> Any:
+    """``X`` with the ``fitted`` columns in the fitted order, when X is a DataFrame (matched by name).
+
+    Missing, extra or duplicate column names are an error; anything else is returned as it is.
+    """
+    if fitted is None or not (hasattr(X, "iloc") and hasattr(X, "columns")):
+        return X
+    cols = [str(c) for c in X.columns]
+    seen: set = set()
+    dup = list(dict.fromkeys(c for c in cols if c in seen or seen.add(c)))
+    if dup:
+        raise ValueError(f"X has duplicate column names: {_preview(dup)}; every column needs its own name")
+    fitted = [str(c) for c in fitted]
+    missing = [c for c in fitted if c not in seen]
+    extra = [c for c in cols if c not in set(fitted)]
+    if missing or extra:
+        parts = ([f"missing column(s) {_preview(missing)}"] if missing else []) + (
+            [f"unexpected column(s) {_preview(extra)}"] if extra else [])
+        raise ValueError(f"X does not have the columns seen by fit: {'; '.join(parts)}")
+    if cols == fitted:
+        return X
+    position = {c: i for i, c in enumerate(cols)}
+    return X.iloc[:, [position[c] for c in fitted]]
+
+
+def _check_codes(codes: Any, cards: Any) -> np.ndarray:
+    """Integer codes (M, N) in ``-1..card-1`` per column, as int64."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.dtype.kind not in "iu":
+        raise ValueError(f"Encoded codes must be a 2-D integer array, got {codes.dtype} of shape {codes.shape}")
+    cards = np.asarray(cards, dtype=np.int64)
+    if cards.shape != (codes.shape[1],):
+        raise ValueError(f"Encoded has {cards.size} cardinalities for {codes.shape[1]} columns")
+    codes = codes.astype(np.int64)
+    if codes.size and ((codes < -1).any() or (codes >= cards).any()):
+        raise ValueError("Encoded codes must lie in -1..cardinality-1 (-1 = missing)")
+    return codes
 
 
 def _check_sparse(est: Any, X: Any) -> None:
@@ -428,22 +657,35 @@ class Encoded(NamedTuple):
         Integer codes ``0..I_n-1`` of every column n, -1 for missing.
     cardinalities : ndarray of shape (n_features,)
         Alphabet sizes ``I_n``.
-    feature_names : list of str
+    feature_names : list of str or None, default=None
         Column names (DataFrame columns, or ``x0, x1, ...``).
-    encoder : Encoder
+    encoder : Encoder or None, default=None
         The fitted :class:`Encoder`, whose ``transform`` encodes new data the same way.
+
+    Notes
+    -----
+    An ``Encoded`` is how tensorprob recognizes data that is encoded already: :func:`encode`,
+    :class:`Encoder`, :func:`~tensorprob.fit_cpd` and the coded selectors take its codes as
+    they are, -1 as missing. Codes you made yourself are declared the same way:
+    ``Encoded(codes, cardinalities)``. A plain integer array is raw data: its values are
+    categories, and ``-1`` is a value.
     """
 
     codes: np.ndarray
     cardinalities: np.ndarray
-    feature_names: list
-    encoder: Encoder
+    feature_names: list | None = None
+    encoder: Encoder | None = None
+
+    @property
+    def discretized(self) -> list:
+        """Names of the columns that were discretized (continuous), as ``encoder.discretized_``."""
+        return [] if self.encoder is None else list(self.encoder.discretized_)
 
 
 @fill_doc(**ENCODING_FRAGMENTS)
-def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int = 5,
+def encode(X: Any, y: Any = None, *, discretizer: Any = "auto", n_bins: int = 5,
            max_categories: int | None = None, feature_names: Sequence[str] | None = None,
-           missing_code: int | None = -1) -> Encoded:
+           missing_values: Any = None) -> Encoded:
     """Encode raw data of any dtype as integer codes.
 
     %(coding_rules)s
@@ -452,16 +694,17 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int =
     ----------
     %(X_columns)s
     %(y_supervised)s
-    %(discretizer)s
+    %(discretizer_auto)s
     %(n_bins)s
     %(max_categories)s
     %(feature_names)s
-    %(missing_code)s
+    %(missing_values)s
 
     Returns
     -------
     Encoded
-        Named tuple ``(codes, cardinalities, feature_names, encoder)``.
+        Named tuple ``(codes, cardinalities, feature_names, encoder)``; its ``discretized``
+        lists the columns that were discretized.
 
     Examples
     --------
@@ -469,8 +712,10 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "uniform", n_bins: int =
     >>> enc = tensorprob.encode(np.array([["a", True], ["b", False], [None, True]], dtype=object))
     >>> enc.codes.tolist(), enc.cardinalities.tolist()
     ([[0, 1], [1, 0], [-1, 1]], [2, 2])
+    >>> tensorprob.encode(np.array([[-1], [0], [1], [0]])).cardinalities.tolist()  # -1 is a value
+    [3]
     """
-    enc = Encoder(discretizer=discretizer, n_bins=n_bins, max_categories=max_categories, missing_code=missing_code)
+    enc = Encoder(discretizer=discretizer, n_bins=n_bins, max_categories=max_categories, missing_values=missing_values)
     codes = enc.fit_transform(X, y, feature_names)
     return Encoded(codes, enc.cardinalities_.copy(), list(enc.feature_names_), enc)
 
@@ -524,3 +769,55 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     except TypeError:
         classes, codes = np.unique(y.astype(str), return_inverse=True)
     return codes.ravel().astype(np.int64), classes
+
+
+def check_classification_target(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Class codes and sorted classes of the labels ``y`` of a classification task.
+
+    The checks of scikit-learn's ``type_of_target``, with short messages: missing (NaN/None)
+    or infinite labels are errors, and so is a continuous target: a float ``y`` with a
+    non-integral value (scikit-learn's ``"continuous"`` target type).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels of any type.
+    name : str, default="y"
+        Name used in error messages.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), int64
+        The code ``0..C-1`` of every label.
+    classes : ndarray of shape (C,)
+        The label of each code, sorted.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-D, is empty, holds missing or infinite labels, or is continuous.
+    """
+    arr = y.detach().cpu().numpy() if hasattr(y, "detach") else (y.to_numpy() if hasattr(y, "iloc") else y)
+    arr = np.asarray(arr)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    values = arr
+    if arr.dtype.kind == "O":  # numbers held in an object array (e.g. pandas nullable floats)
+        try:
+            values = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            values = None
+    if values is not None and values.ndim == 1 and values.dtype.kind == "f":
+        inf = np.isinf(values)
+        if inf.any():
+            raise ValueError(f"{name} contains {int(inf.sum())} infinite label(s), e.g. at position "
+                             f"{int(np.flatnonzero(inf)[0])}; class labels must be finite")
+        finite = values[np.isfinite(values)]
+        frac = finite != np.round(finite)
+        if frac.any():
+            uniq = np.unique(finite)
+            raise ValueError(
+                f"{name} is continuous ({uniq.size} distinct values, non-integral ones such as "
+                f"{_preview(np.unique(finite[frac]).tolist(), 3)}); class labels are needed: discretize or "
+                "encode the target first (for example with tensorprob.discretize)")
+    return encode_labels(y, name)

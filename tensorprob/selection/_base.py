@@ -18,6 +18,8 @@ constraints and ``__init__`` always name the same parameters.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from numbers import Integral
 from typing import Any, ClassVar
@@ -32,7 +34,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 from .._device import resolve_device, resolve_dtype
 from .._docstrings import fill_doc
 from ..counting import SelectionData
-from ..encoding import Encoder, encode_labels
+from ..encoding import Encoded, Encoder
+from ..encoding._encode import check_classification_target, match_columns
 from ._api import register
 from ._docs import SELECTOR_FRAGMENTS
 
@@ -80,22 +83,23 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            When y is None, has missing labels, fewer than two classes or another length
-            than X, or when k exceeds the number of features.
+            When y is None, has missing or infinite labels, is continuous, has fewer than two
+            classes or another length than X, or when k exceeds the number of features.
         """
         name = type(self).__name__
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None")
         X = self._check_X(X)
-        y_codes, classes = encode_labels(y)  # "missing label(s)" / "1-D" / "empty"
-        n_samples = _num_samples(X)
+        y_codes, classes = check_classification_target(y)
+        n_samples = _num_samples(X.codes if isinstance(X, Encoded) else X)
         if len(y_codes) != n_samples:
             raise ValueError(f"X has {n_samples} samples but y has {len(y_codes)} labels")
         if classes.size < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}): one class carries no information; "
                              "feature selection needs at least two")
         self.classes_ = classes
-        return X, y_codes, self._resolve_k(int(X.shape[1]))
+        n_features = (X.codes if isinstance(X, Encoded) else X).shape[1]
+        return X, y_codes, self._resolve_k(int(n_features))
 
     def _resolve_k(self, n_features: int) -> int | None:
         if self.k == "all":
@@ -138,6 +142,23 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
         self.scores_ = np.asarray(scores, dtype=np.float64)
         return self
 
+    def transform(self, X: Any) -> Any:
+        """Keep the selected columns of ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Data with the columns seen by ``fit``; DataFrame columns are matched by name, in
+            any order.
+
+        Returns
+        -------
+        array-like or DataFrame of shape (n_samples, n_selected)
+            The selected columns, in their original order.
+        """
+        check_is_fitted(self, "selected_")
+        return super().transform(match_columns(X, getattr(self, "feature_names_in_", None)))
+
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self, "selected_")
         mask = np.zeros(self.n_features_in_, dtype=bool)
@@ -169,12 +190,24 @@ class CodedSelector(_BaseSelector):
         "discretizer": [StrOptions({"uniform", "quantile", "mdl"}), HasMethods(["fit_transform"]), None],
         "n_bins": [Interval(Integral, 2, None, closed="left")],
         "base": [StrOptions({"e"}), Options(Integral, {2}), None],
+        "missing_values": "no_validation",  # any value or sequence of values (see tensorprob.encode)
     }
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # every coded selector takes ``missing_values`` (passed to its Encoder); a subclass whose
+        # __init__ does not name it gets it as a keyword-only parameter after ``n_bins``
+        init = cls.__dict__.get("__init__")
+        if init is not None and "missing_values" not in inspect.signature(init).parameters:
+            cls.__init__ = _with_missing_values(init)
+        super().__init_subclass__(**kwargs)
 
     def _check_X(self, X: Any) -> Any:
         import scipy.sparse as sp
 
         name = type(self).__name__
+        if isinstance(X, Encoded):  # codes already (-1 missing): the encoder takes them as they are
+            self._check_X(np.asarray(X.codes))
+            return X
         if sp.issparse(X):
             raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray())")
         if not (hasattr(X, "shape") and hasattr(X, "__len__")) and not hasattr(X, "iloc"):
@@ -202,7 +235,8 @@ class CodedSelector(_BaseSelector):
     def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
         names = np.asarray([str(c) for c in X.columns], dtype=object) if hasattr(X, "columns") else None
-        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins)
+        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins,
+                                missing_values=getattr(self, "missing_values", None))
         codes = self.encoder_.fit_transform(X, y_codes)
         self.n_features_in_ = codes.shape[1]
         if names is not None:
@@ -224,6 +258,26 @@ class CodedSelector(_BaseSelector):
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True  # NaN is a missing entry
         return tags
+
+
+def _with_missing_values(init: Any) -> Any:
+    """``init`` with one more keyword-only parameter, ``missing_values=None``, stored as an attribute."""
+    sig = inspect.signature(init)
+    params = list(sig.parameters.values())
+    names = [p.name for p in params]
+    at = names.index("n_bins") + 1 if "n_bins" in names else len(params)
+    if any(p.kind not in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in params[at:]) or (
+            at > 0 and params[at - 1].kind not in (params[at - 1].KEYWORD_ONLY,)):
+        at = len(params) - (1 if params and params[-1].kind == params[-1].VAR_KEYWORD else 0)
+    params.insert(at, inspect.Parameter("missing_values", inspect.Parameter.KEYWORD_ONLY, default=None))
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, missing_values: Any = None, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.missing_values = missing_values
+
+    __init__.__signature__ = sig.replace(parameters=params)
+    return __init__
 
 
 #: Former name of :class:`CodedSelector`, kept so that existing subclasses keep working.

@@ -27,10 +27,12 @@ SELECTOR_FRAGMENTS: dict[str, str] = {
 k : int or "all", default=10
     Number of features to select; ``"all"`` ranks every feature.""",
     "discretizer": ENCODING_FRAGMENTS["discretizer"],
-    "n_bins": ENCODING_FRAGMENTS["n_bins"],
+    # n_bins is followed by missing_values in every coded selector's signature
+    "n_bins": "\n".join([ENCODING_FRAGMENTS["n_bins"], ENCODING_FRAGMENTS["missing_values"]]),
     "base": _BASE,
     # the trailing parameters of every selector on integer codes
-    "coded_params": "\n".join([ENCODING_FRAGMENTS["discretizer"], ENCODING_FRAGMENTS["n_bins"], _BASE,
+    "coded_params": "\n".join([ENCODING_FRAGMENTS["discretizer"], ENCODING_FRAGMENTS["n_bins"],
+                               ENCODING_FRAGMENTS["missing_values"], _BASE,
                                FRAGMENTS["device"], FRAGMENTS["dtype"]]),
     # the trailing parameters of the selectors that draw random numbers
     "device_dtype_random_state": "\n".join([FRAGMENTS["device"], FRAGMENTS["dtype"], FRAGMENTS["random_state"]]),
