@@ -20,7 +20,7 @@ LABELS = {
     "datetime": np.array(["2020-01-01", "2021-06-30"] * 20, dtype="datetime64[ns]"),  # came back in the 1700s
     "str": np.array(["a", "bb"] * 20),
     "int": np.array([3, 7] * 20),
-    "float": np.array([0.5, 2.25] * 20),
+    "float": np.array([1.0, 3.0] * 20),  # integral: non-integral float labels are a continuous target (an error)
     "object": np.array(["x", 1] * 20, dtype=object),
 }
 

@@ -38,9 +38,10 @@ def _encode(v: Any, where: str) -> Any:
     if isinstance(v, list):
         return [_encode(x, where) for x in v]
     if isinstance(v, dict):
-        if not all(isinstance(k, str) for k in v):
-            raise PersistError(f"{where}: a dict with non-string keys cannot be saved")
-        return {"__dict__": {k: _encode(x, f"{where}.{k}") for k, x in v.items()}}
+        if all(isinstance(k, str) for k in v):
+            return {"__dict__": {k: _encode(x, f"{where}.{k}") for k, x in v.items()}}
+        # other keys (e.g. the encoder's (type, value) category keys) as a list of pairs
+        return {"__items__": [[_encode(k, f"{where}[key]"), _encode(x, f"{where}[{k!r}]")] for k, x in v.items()]}
     cls = type(v)
     mod = cls.__module__
     if mod.split(".")[0] in _ALLOWED_PACKAGES and _is_estimator(cls):
@@ -89,6 +90,14 @@ def _decode(v: Any) -> Any:
         return tuple(_decode(x) for x in v["__tuple__"])
     if "__dict__" in v:
         return {str(k): _decode(x) for k, x in v["__dict__"].items()}
+    if "__items__" in v:
+        items = v["__items__"]
+        if not isinstance(items, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in items):
+            raise PersistError("bad __items__ entry")
+        try:
+            return {_decode(k): _decode(x) for k, x in items}
+        except TypeError as exc:  # an unhashable key
+            raise PersistError(f"bad __items__ key ({exc})") from None
     if "__object__" in v:
         mod, _, name = str(v["__object__"]).partition(":")
         if mod.split(".")[0] not in _ALLOWED_PACKAGES or not name.isidentifier():

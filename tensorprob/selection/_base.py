@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from abc import ABCMeta, abstractmethod
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -40,7 +41,7 @@ from ._api import register
 from ._docs import SELECTOR_FRAGMENTS
 
 
-class _BaseSelector(SelectorMixin, BaseEstimator):
+class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     """Root of every tensorprob selector; use :class:`CodedSelector` or :class:`RealSelector`.
 
     Attributes
@@ -71,9 +72,9 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
             register(cls.method_name, cls, aliases=cls.method_aliases)
 
     # ------------------------------------------------------------------ checks
+    @abstractmethod
     def _check_X(self, X: Any) -> Any:
         """Check (and convert) X; implemented by the two bases."""
-        raise NotImplementedError  # pragma: no cover
 
     def _validate_xy(self, X: Any, y: Any) -> tuple[Any, np.ndarray, int | None]:
         """Check X and y, set ``classes_``; return X (checked), the class codes and k.
@@ -114,9 +115,9 @@ class _BaseSelector(SelectorMixin, BaseEstimator):
         device = resolve_device(self.device)
         return device, resolve_dtype(self.dtype, device)
 
+    @abstractmethod
     def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
         """Validate, run the method; return (selected, scores). Implemented by the two bases."""
-        raise NotImplementedError  # pragma: no cover
 
     # ------------------------------------------------------------------ estimator API
     @fill_doc
@@ -247,10 +248,10 @@ class CodedSelector(_BaseSelector):
         return self._select(codes.astype(np.int64), self.encoder_.cardinalities_, y_codes, int(self.classes_.size),
                             k, device, dtype)
 
+    @abstractmethod
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
                 device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
         """Pick features from codes (M, N) (-1 missing), cardinalities (N,), class codes (M,)."""
-        raise NotImplementedError(f"{type(self).__name__} does not define _select")  # pragma: no cover
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -290,8 +291,9 @@ class GreedySelector(CodedSelector):
     See :mod:`tensorprob.selection._greedy` for the criterion protocol.
     """
 
+    @abstractmethod
     def _criterion(self):
-        raise NotImplementedError(f"{type(self).__name__} does not define _criterion")  # pragma: no cover
+        """The criterion object (see :class:`tensorprob.selection._greedy.Criterion`) of one fit."""
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
         from ._greedy import greedy_forward
@@ -321,7 +323,7 @@ class RealSelector(_BaseSelector):
         device, dtype = self._device_dtype()
         return self._select_real(X, y_codes, int(self.classes_.size), k, device, dtype)
 
+    @abstractmethod
     def _select_real(self, X: np.ndarray, y: np.ndarray, n_classes: int, k: int, device: torch.device,
                      dtype: torch.dtype) -> tuple[Any, Any]:
         """Pick features from a finite float64 matrix (M, N) and class codes (M,)."""
-        raise NotImplementedError(f"{type(self).__name__} does not define _select_real")  # pragma: no cover
