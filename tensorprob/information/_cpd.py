@@ -78,7 +78,9 @@ def _state_limit(F: int, max_states: int | None, per_state: int = 8) -> int:
 
 def _too_many(n_states: int, limit: int, what: str) -> ValueError:
     return ValueError(f"exact enumeration over {n_states} joint states of {what} exceeds the limit of {limit} states "
-                      "(memory budget); use method='mc' (estimator='rao_blackwell' or 'mc' in GSM-CPD)")
+                      "(memory budget); use method='mc' (CPDModel.entropy / mutual_information) or "
+                      "estimator='rao_blackwell' or 'mc' (GSMCPD, CPDInformation), or raise the budget with "
+                      "tensorprob.config_context(memory_budget=...)")
 
 
 def mean_se(terms: torch.Tensor, dim: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
