@@ -138,7 +138,7 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     Returns
     -------
     torch.Tensor of shape (n,)
-        The entropy of each table (float64; 0 for an empty table).
+        The entropy of each table (float64; exactly 0 for a constant or an empty table).
     """
     keep = {0, *dims}
     other = tuple(d for d in range(1, counts.ndim) if d not in keep)
@@ -147,7 +147,7 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     tiny = torch.finfo(torch.float64).tiny
     tot = c.sum(1, keepdim=True)
     p = c / tot.clamp_min(tiny)
-    return -(p * torch.log(p.clamp_min(tiny))).sum(1)
+    return (-(p * torch.log(p.clamp_min(tiny))).sum(1)).add_(0.0)  # + 0.0: a constant gives 0, not -0
 
 
 _NAMES = {1: "x", 2: "a", 3: "b"}
