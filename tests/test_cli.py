@@ -102,3 +102,73 @@ def test_missing_file_and_unknown_name(capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["fit-cpd", "not-a-dataset"]) == 2
     assert "unknown dataset" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- issue 12: every user error is one line, status 2
+def _one_line_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["evaluate", "wine", "--repeats", "0", "--ks", "2"], "--repeats must be >= 1"),
+    (["evaluate", "wine", "--methods", ",", "--ks", "2"], "--methods names no method"),
+    (["evaluate", "wine", "--methods", "", "--ks", "2"], "--methods names no method"),
+    (["evaluate", "wine", "--methods", "mim", "--ks", "0"], "--ks needs integers >= 1"),
+    (["evaluate", "wine", "--methods", "mim", "--ks", "2,x"], "--ks needs comma-separated integers"),
+    (["evaluate", "wine", "--methods", "mim", "--folds", "1", "--protocol", "cv"], "--folds must be >= 2"),
+    (["select", "wine", "--target", "foo", "-k", "1"], "--target applies to CSV/TSV/Parquet files"),
+    (["fit-cpd", "wine", "--target", "foo"], "--target applies to CSV/TSV/Parquet files"),
+    (["fit-cpd", "wine", "--rank", "0"], "--rank must be >= 1"),
+    (["fit-cpd", "wine", "--save", "/nonexistent-dir-e3/m.pt"], "does not exist"),
+    (["select", "wine", "--no-such-option"], "unrecognized arguments"),
+    (["select", "wine", "-k"], "expected one argument"),
+])
+def test_user_errors_one_line(argv, message, capsys):
+    _one_line_2(argv, message, capsys)
+
+
+@pytest.mark.filterwarnings("ignore:rank-2 fit did not converge")
+def test_save_into_a_directory_or_unwritable(tmp_path, capsys, monkeypatch):
+    _one_line_2(["fit-cpd", "wine", "--rank", "2", "--save", str(tmp_path)], "is a directory", capsys)
+
+    def fail(self, path):  # what torch.save raises for a path it cannot open (e.g. as root under /proc)
+        raise RuntimeError("open file failed with strerror: Permission denied")
+
+    monkeypatch.setattr(tp.CPDModel, "save", fail)
+    _one_line_2(["fit-cpd", "wine", "--rank", "2", "--max-iter", "2", "--save", str(tmp_path / "m.pt")],
+                "cannot write --save", capsys)
+
+
+def test_continuous_label_rejected(tmp_path, capsys):
+    f = tmp_path / "c.csv"
+    f.write_text("a,b,label\n" + "\n".join(f"{i % 3},{i % 2},{i * 0.37 + 0.01:.3f}" for i in range(60)))
+    for cmd in (["select", str(f), "--target", "label", "-k", "1"],
+                ["evaluate", str(f), "--target", "label", "--methods", "mim", "--ks", "1"],
+                ["fit-cpd", str(f), "--target", "label", "--rank", "2"]):
+        _one_line_2(cmd, "is continuous", capsys)
+
+
+def test_tsv_read_tab_separated(tmp_path, capsys):
+    f = tmp_path / "d.tsv"
+    f.write_text("a\tb\tlabel\n" + "\n".join(f"{i % 3}\t{i % 2}\t{i % 2}" for i in range(60)))
+    assert main(["select", str(f), "--target", "label", "-k", "1", "--method", "mim", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["selected"][0]["feature"] == "b"
+
+
+def test_unreadable_parquet_one_line(tmp_path, capsys):
+    f = tmp_path / "d.parquet"
+    f.write_bytes(b"not parquet")
+    _one_line_2(["select", str(f), "--target", "y"], "cannot read", capsys)
+
+
+def test_parquet_engine_in_data_extra():
+    import pathlib
+
+    import tomllib
+
+    pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("pyarrow") for d in extras["data"])

@@ -171,3 +171,39 @@ def test_stacked_draws_land_on_values_of_positive_mass(monkeypatch, device, dtyp
                                                gen=torch.Generator(device=device).manual_seed(0))
                 assert torch.isfinite(vals).all() and torch.isfinite(se).all(), (u, est, target)
         monkeypatch.setattr(torch, "rand", real_rand)
+
+
+# ---------------------------------------------------------------- issue 12, item 11: honest estimators
+def _constant_first_model(dtype):
+    w = torch.tensor([0.3, 0.3, 0.4], dtype=dtype)
+    A = torch.tensor([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]], dtype=dtype)  # X_0 is always 0
+    B = torch.tensor([[0.2, 0.5, 0.9], [0.8, 0.5, 0.1]], dtype=dtype)
+    return tp.CPDModel(w, [A, B])
+
+
+def test_entropy_of_a_constant_is_exactly_zero(dtype):
+    m = _constant_first_model(dtype)
+    for est in (m.entropy([0]), m.entropy([0], method="mc", n_samples=200, random_state=0),
+                m.mutual_information([0]),
+                m.mutual_information([0], method="mc", estimator="paper", n_samples=200, random_state=0)):
+        assert est.value == 0.0 and math.copysign(1.0, est.value) == 1.0 and est.stderr == 0.0, est
+    # the plug-in path: a constant column, in the lane's dtype
+    from tensorprob.counting import entropy_of_counts, joint_table, table_information
+
+    T = joint_table(torch.zeros(7, 1, dtype=torch.long), 3, dtype=dtype)
+    h = entropy_of_counts(T, (1,))
+    assert h.tolist() == [0.0] and math.copysign(1.0, float(h[0])) == 1.0
+    assert table_information(T).h_x.tolist() == [0.0]
+
+
+def test_plugin_mc_information_is_reported_unclipped_with_its_stderr():
+    # X independent of Z: I(X; Z) = 0, and the paper's plug-in H^(X) - H(X | Z) falls below 0
+    # in about half of the seeds; it is reported as estimated, with its standard error
+    w = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    A = torch.tensor([[0.3, 0.3], [0.7, 0.7]], dtype=torch.float64)
+    m = tp.CPDModel(w, [A, A])
+    vals = [m.mutual_information([0, 1], method="mc", estimator="paper", n_samples=400, random_state=s)
+            for s in range(20)]
+    assert any(v.value < 0 for v in vals)
+    for v in vals:
+        assert v.stderr > 0 and abs(v.value) < 5 * v.stderr

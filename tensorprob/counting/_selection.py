@@ -55,6 +55,22 @@ class SelectionData:
         return self._complete
 
     @property
+    def n_rows(self) -> int | None:
+        """Rows M of the data when some entry is missing (the observed-fraction weighting); None if complete."""
+        return None if self.complete else int(self.codes.shape[0])
+
+    @property
+    def unobserved(self) -> torch.Tensor | None:
+        """Bool (N,): features with no row where both they and the class are observed; None if complete.
+
+        Such a column carries no information at all (every estimate of it is exactly 0);
+        the greedy driver picks it only after every other column.
+        """
+        if self.complete:
+            return None
+        return self.class_table.reshape(self.n_features, -1).sum(1) == 0
+
+    @property
     def n_features(self) -> int:
         """Number of feature columns N."""
         return int(self.codes.shape[1])
@@ -69,9 +85,13 @@ class SelectionData:
 
     @property
     def relevance(self) -> torch.Tensor:
-        """``I(X_m; C)`` of every feature (divided by ``log_base``)."""
+        """``I(X_m; C)`` of every feature (divided by ``log_base``).
+
+        With missing entries, the estimate on the observed rows times their fraction
+        (:class:`~tensorprob.counting.TableInformation`, ``n_rows``).
+        """
         if self._relevance is None:
-            self._relevance = table_information(self.class_table).mi_x_b / self.log_base
+            self._relevance = table_information(self.class_table, n_rows=self.n_rows).mi_x_b / self.log_base
         return self._relevance
 
     def pair_information(self, j: int) -> TableInformation:
@@ -90,4 +110,4 @@ class SelectionData:
         """
         T = joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y, self.n_classes,
                         dtype=self.dtype, complete=self.complete)
-        return table_information(T, self.log_base)  # quantities computed when first read
+        return table_information(T, self.log_base, self.n_rows)  # quantities computed when first read

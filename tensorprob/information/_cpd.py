@@ -19,6 +19,17 @@ samples x C candidate variables at once:
 :func:`stacked_information` (G models, C = 1) are thin callers. Natural logarithms; divide by
 ``log(2)`` for bits.
 
+Monte-Carlo values are reported as estimated, never clipped, always with their standard
+error. The plug-in form ``H^(X_S) - sum H(X_n | Z)`` subtracts an exact sum from a sampled
+entropy, so when ``I(X_S; Z)`` is near 0 it is negative about half the time (by a few
+standard errors at most, with high probability); a negative value reads as "not
+distinguishable from 0 at this sample size", and the Rao-Blackwellized form has a smaller
+standard error. Clipping at 0 would bias the estimate upwards and hide that noise. Exact
+values are differences of enumerated entropies and are not clipped either (rounding may
+leave them a few ulps below 0). Joint-state probabilities are divided by the total mass of
+the weights, so the entropy of a constant ``X_S`` is exactly 0 in both float32 and float64,
+exact and Monte-Carlo.
+
 References
 ----------
 .. [1] M. Amiridi, N. Kargas and N. D. Sidiropoulos, "Information-theoretic feature selection
@@ -50,6 +61,11 @@ class Estimate(NamedTuple):
     stderr : float
         Monte-Carlo standard error of ``value``; 0 for exact enumeration.
 
+    Notes
+    -----
+    Monte-Carlo estimates are not clipped: an information near 0 may be estimated below 0
+    (by a few ``stderr``), and is reported as it is: clipping at 0 would bias it upwards.
+
     Examples
     --------
     >>> from tensorprob import Estimate
@@ -78,7 +94,9 @@ def _state_limit(F: int, max_states: int | None, per_state: int = 8) -> int:
 
 def _too_many(n_states: int, limit: int, what: str) -> ValueError:
     return ValueError(f"exact enumeration over {n_states} joint states of {what} exceeds the limit of {limit} states "
-                      "(memory budget); use method='mc' (estimator='rao_blackwell' or 'mc' in GSM-CPD)")
+                      "(memory budget); use method='mc' (CPDModel.entropy / mutual_information) or "
+                      "estimator='rao_blackwell' or 'mc' (GSMCPD, CPDInformation), or raise the budget with "
+                      "tensorprob.config_context(memory_budget=...)")
 
 
 def mean_se(terms: torch.Tensor, dim: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,6 +162,9 @@ class LatentClassBatch:
         self.log_w, self.log_f = log_w, log_f
         self.G, self.V, self.I, self.F = log_f.shape
         w = torch.exp(log_w)
+        # log of the total mass (0 up to rounding): probabilities of joint states are divided by
+        # it, so that a state of probability one (a constant variable) has exactly P = 1, H = 0
+        self.log_mass = torch.logsumexp(log_w, -1)  # (G,)
         self.h_z = -_xlogx_sum(w, 1)  # (G,)
         self.h_given_z = -(w[:, None, :] * _xlogx_sum(torch.exp(log_f), 2)).sum(-1)  # (G, V)
         self.log_flat = log_f.reshape(self.G, self.V * self.I, self.F)  # (G, V I, F): gathers index v I + x
@@ -274,7 +295,9 @@ class LatentClassBatch:
             return (E.mul_(L)).sum(-1) / s - torch.log(s)  # the constant H(Z) is added later
         lse = torch.logsumexp(L, dim=-1)  # (G, T, C)
         if target is None or kind == "entropy":
-            return -lse  # mean = H^(X_S); the H(X_n | Z) sum is subtracted by the constant ("mc")
+            # mean = H^(X_S) (P normalized by the total mass: exactly 0 for a constant X_S); the
+            # H(X_n | Z) sum is subtracted by the constant ("mc")
+            return (self.log_mass[:, None, None] - lse).add_(0.0)
         y = samples[:, :, target]  # (G, T)
         if kind == "mc":
             ly = self.gather(samples, torch.tensor([target], device=y.device))  # (G, T, 1, F)
@@ -434,7 +457,8 @@ class LatentClassBatch:
 
     def _exact_value(self, J: torch.Tensor, *, kind: str, target: int | None, hz: torch.Tensor) -> torch.Tensor:
         """Value for joint tables J (G, C, states, F) of ``log P(Z, x_{S+c})``."""
-        h = -_xlogx_sum(torch.exp(torch.logsumexp(J, -1)), -1)  # (G, C): H(X_{S+c})
+        log_p = torch.logsumexp(J, -1) - self.log_mass[:, None, None]  # P normalized by the total mass
+        h = (-_xlogx_sum(torch.exp(log_p), -1)).add_(0.0)  # (G, C): H(X_{S+c}); + 0.0 turns -0.0 into 0
         if kind == "entropy":
             return h
         if target is None:

@@ -196,7 +196,7 @@ class RMRMRCriterion(_SumsCriterion):
         for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
             T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
                             dtype=d.dtype, complete=d.complete)
-            t = table_information(T, d.log_base)
+            t = table_information(T, d.log_base, d.n_rows)
             self.sum_pairs += t.cmi_x_a_given_b + t.cmi_x_b_given_a
         super().update(j)
 

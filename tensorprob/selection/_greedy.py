@@ -16,7 +16,10 @@ Criterion protocol (see :class:`Criterion`):
 
 The driver masks selected features, breaks ties to the lowest index (a value within
 :func:`tie_tolerance` relative of the maximum counts as tied, as a sequential scan with a
-strict ``>`` would do), and records the criterion value of each pick. On a GPU a step
+strict ``>`` would do), and records the criterion value of each pick. A column without a
+single observed entry (see :attr:`tensorprob.counting.SelectionData.unobserved`) is held
+back until every other column is selected: it scores 0 and carries no information, so it
+never wins a tie (or a contest with negative scores) against an observed column. On a GPU a step
 costs one device-to-host transfer (the pick and its value); everything else stays queued.
 """
 from __future__ import annotations
@@ -132,6 +135,10 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     criterion.start(data)
     N = data.n_features
     available = torch.ones(N, dtype=torch.bool, device=data.codes.device)
+    held = data.unobserved
+    n_held = 0 if held is None else int(held.sum())
+    if n_held:
+        available &= ~held  # released when the observed columns run out
     selected, scores = [], []
     first = True
     limit = 4 * N + 10  # a criterion that keeps refusing picks (restarts) cannot loop forever
@@ -139,6 +146,9 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     bar = progress_bar(k, f"selecting ({criterion.name})")
     while len(selected) < k and it < limit:
         it += 1
+        if n_held and len(selected) == N - n_held:
+            available |= held
+            n_held = 0
         s = criterion.first_scores() if first else criterion.scores()
         j, value = _pick(s, available)
         if not criterion.accept(j, value):

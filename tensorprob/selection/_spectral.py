@@ -8,6 +8,7 @@ from .._docstrings import fill_doc
 from ._base import CodedSelector
 from ._classic import _ClassicSelector
 from ._docs import SELECTOR_FRAGMENTS
+from ._greedy import lowest_argmax
 
 
 @fill_doc(**SELECTOR_FRAGMENTS)
@@ -40,7 +41,10 @@ class SPECCMI(CodedSelector):
     Notes
     -----
     Q costs one (candidate, x_j, class) table per feature j: O(N) bincounts over M x N codes.
-    Ties break to the lowest feature index.
+    Ties break to the lowest feature index (entries within the greedy tie tolerance are
+    tied). When the top eigenvalue of Q is repeated (identical or constant columns), the
+    eigenvector is made unique by projecting the all-ones vector onto the dominant
+    eigenspace, so that interchangeable columns get equal entries.
 
     References
     ----------
@@ -67,12 +71,45 @@ class SPECCMI(CodedSelector):
             Q[:, j] = data.pair_information(j).cmi_x_b_given_a  # I(X_i; C | X_j)
         Q = 0.5 * (Q + Q.T)
         Q.diagonal().copy_(data.relevance)
-        _, evecs = torch.linalg.eigh(Q.to(torch.float64))
-        v = evecs[:, -1]
-        if float(v.sum()) < 0:
-            v = -v
-        v = v.cpu().numpy()
-        order = np.argsort(-v, kind="stable")
+        v = _dominant_vector(Q.to(torch.float64))
         k = N if k is None else k
+        order = _ordered(v, k)
         self.Q_ = Q.cpu().numpy()
-        return order[:k], v[order[:k]]
+        v = v.cpu().numpy()
+        return order, v[order]
+
+
+def _dominant_vector(Q: torch.Tensor) -> torch.Tensor:
+    """The dominant eigenvector of the symmetric Q, made unique (float64).
+
+    With a simple top eigenvalue: its unit eigenvector, signed so that its entries sum to a
+    nonnegative value. With a repeated one (within 1e-9 of the spectrum's scale: identical
+    or constant columns make Q diagonal or zero) the eigenvector is not unique and ``eigh``
+    returns an arbitrary basis vector; then the projection of the all-ones vector onto the
+    dominant eigenspace is used (basis-independent: symmetric columns get equal entries,
+    which the tie rule breaks to the lowest index).
+    """
+    evals, evecs = torch.linalg.eigh(Q)
+    top = evals[-1]
+    scale = float(evals.abs().max()) if evals.numel() else 0.0
+    tol = 1e-9 * max(scale, 1e-300)
+    in_top = evals >= top - tol
+    v = evecs[:, -1]
+    if int(in_top.sum()) > 1 or scale == 0.0:
+        U = evecs[:, in_top]
+        p = U @ (U.T @ torch.ones(Q.shape[0], dtype=Q.dtype, device=Q.device))
+        norm = float(p.norm())
+        if norm > 1e-8:
+            return p / norm
+    return -v if float(v.sum()) < 0 else v
+
+
+def _ordered(v: torch.Tensor, k: int) -> np.ndarray:
+    """The k largest entries of v in decreasing order, ties (the package's rule) to the lowest index."""
+    available = torch.ones(v.numel(), dtype=torch.bool, device=v.device)
+    order = []
+    for _ in range(k):
+        j = lowest_argmax(v, available)
+        available[j] = False
+        order.append(j)
+    return np.asarray(order, dtype=np.int64)
