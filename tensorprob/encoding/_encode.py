@@ -43,6 +43,16 @@ feature_names : sequence of str, default=None
 ENCODING_FRAGMENTS["fit_params"] = "\n".join(ENCODING_FRAGMENTS[name] for name in ("X_columns", "y_supervised",
                                                                                   "feature_names"))
 ENCODING_FRAGMENTS |= {
+    "label_tail": """\
+name : str, default="y"
+    Name used in error messages.
+
+Returns
+-------
+codes : ndarray of shape (n_samples,), int64
+    The code ``0..C-1`` of every label.
+classes : ndarray of shape (C,)
+    The label of each code, sorted.""",
     "discretizer": """\
 discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="uniform"
     How continuous columns become codes: a :class:`~tensorprob.Discretizer` strategy
@@ -720,6 +730,7 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "auto", n_bins: int = 5,
     return Encoded(codes, enc.cardinalities_.copy(), list(enc.feature_names_), enc)
 
 
+@fill_doc(**ENCODING_FRAGMENTS)
 def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Encode class labels as codes ``0..C-1``.
 
@@ -727,15 +738,7 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     ----------
     y : array-like of shape (n_samples,) or (n_samples, 1)
         Labels of any type (NumPy, torch, pandas); no missing value.
-    name : str, default="y"
-        Name used in error messages.
-
-    Returns
-    -------
-    codes : ndarray of shape (n_samples,), int64
-        The code ``0..C-1`` of every label.
-    classes : ndarray of shape (C,)
-        The label of each code, sorted.
+    %(label_tail)s
 
     Raises
     ------
@@ -771,6 +774,7 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     return codes.ravel().astype(np.int64), classes
 
 
+@fill_doc(**ENCODING_FRAGMENTS)
 def check_classification_target(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """Class codes and sorted classes of the labels ``y`` of a classification task.
 
@@ -782,15 +786,7 @@ def check_classification_target(y: Any, name: str = "y") -> tuple[np.ndarray, np
     ----------
     y : array-like of shape (n_samples,)
         Class labels of any type.
-    name : str, default="y"
-        Name used in error messages.
-
-    Returns
-    -------
-    codes : ndarray of shape (n_samples,), int64
-        The code ``0..C-1`` of every label.
-    classes : ndarray of shape (C,)
-        The label of each code, sorted.
+    %(label_tail)s
 
     Raises
     ------

@@ -18,8 +18,6 @@ constraints and ``__init__`` always name the same parameters.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 from abc import ABCMeta, abstractmethod
 from numbers import Integral
@@ -194,14 +192,6 @@ class CodedSelector(_BaseSelector):
         "missing_values": "no_validation",  # any value or sequence of values (see tensorprob.encode)
     }
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # every coded selector takes ``missing_values`` (passed to its Encoder); a subclass whose
-        # __init__ does not name it gets it as a keyword-only parameter after ``n_bins``
-        init = cls.__dict__.get("__init__")
-        if init is not None and "missing_values" not in inspect.signature(init).parameters:
-            cls.__init__ = _with_missing_values(init)
-        super().__init_subclass__(**kwargs)
-
     def _check_X(self, X: Any) -> Any:
         import scipy.sparse as sp
 
@@ -259,26 +249,6 @@ class CodedSelector(_BaseSelector):
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True  # NaN is a missing entry
         return tags
-
-
-def _with_missing_values(init: Any) -> Any:
-    """``init`` with one more keyword-only parameter, ``missing_values=None``, stored as an attribute."""
-    sig = inspect.signature(init)
-    params = list(sig.parameters.values())
-    names = [p.name for p in params]
-    at = names.index("n_bins") + 1 if "n_bins" in names else len(params)
-    if any(p.kind not in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in params[at:]) or (
-            at > 0 and params[at - 1].kind not in (params[at - 1].KEYWORD_ONLY,)):
-        at = len(params) - (1 if params and params[-1].kind == params[-1].VAR_KEYWORD else 0)
-    params.insert(at, inspect.Parameter("missing_values", inspect.Parameter.KEYWORD_ONLY, default=None))
-
-    @functools.wraps(init)
-    def __init__(self, *args: Any, missing_values: Any = None, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        self.missing_values = missing_values
-
-    __init__.__signature__ = sig.replace(parameters=params)
-    return __init__
 
 
 #: Former name of :class:`CodedSelector`, kept so that existing subclasses keep working.

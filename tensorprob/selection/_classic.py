@@ -299,11 +299,12 @@ class _ClassicSelector(GreedySelector):
             fill_doc(cls, **SELECTOR_FRAGMENTS)
         super().__init_subclass__(**kwargs)
 
-    def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e",
-                 device: Any = "auto", dtype: Any = None) -> None:
+    def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5,
+                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
         self.k = k
         self.discretizer = discretizer
         self.n_bins = n_bins
+        self.missing_values = missing_values
         self.base = base
         self.device = device
         self.dtype = dtype
@@ -334,11 +335,12 @@ class MIFS(_ClassicSelector, criterion=mifs_criterion, picks="[4, 5]"):
                                               "beta": [Interval(Real, 0, None, closed="left")]}
 
     def __init__(self, k: int | str = 10, *, beta: float = 1.0, discretizer: Any = "uniform", n_bins: int = 5,
-                 base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
+                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
         self.k = k
         self.beta = beta
         self.discretizer = discretizer
         self.n_bins = n_bins
+        self.missing_values = missing_values
         self.base = base
         self.device = device
         self.dtype = dtype

@@ -350,8 +350,8 @@ class GSMCPD(CodedSelector):
     def __init__(self, k: int | str = 10, *, rank: int | None = None, ranks: tuple = (5, 10, 15, 20, 30), cv: int = 5,
                  target: str = "latent", estimator: str = "rao_blackwell", n_samples: int = 5000, lazy: bool = False,
                  remodel: bool = False, auto_tol: float = 1e-3, n_restarts: int = 1, n_iter_max: int = 200,
-                 tol: float = 1e-6, discretizer: Any = "uniform", n_bins: int = 5, device: Any = "auto",
-                 dtype: Any = None, random_state: Any = None) -> None:
+                 tol: float = 1e-6, discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None,
+                 device: Any = "auto", dtype: Any = None, random_state: Any = None) -> None:
         self.k = k
         self.rank = rank
         self.ranks = ranks
@@ -367,6 +367,7 @@ class GSMCPD(CodedSelector):
         self.tol = tol
         self.discretizer = discretizer
         self.n_bins = n_bins
+        self.missing_values = missing_values
         self.device = device
         self.dtype = dtype
         self.random_state = random_state

@@ -275,7 +275,7 @@ class PDA(_PerSampleSelector):
 
     def __init__(self, k: int | str = 10, *, distribution: str = "amd", framework: str = "mi", k1: int = 1,
                  k2: int = 1, restart_threshold: float = 0.01, discretizer: Any = "uniform", n_bins: int = 5,
-                 base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
+                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
         self.k = k
         self.distribution = distribution
         self.framework = framework
@@ -284,6 +284,7 @@ class PDA(_PerSampleSelector):
         self.restart_threshold = restart_threshold
         self.discretizer = discretizer
         self.n_bins = n_bins
+        self.missing_values = missing_values
         self.base = base
         self.device = device
         self.dtype = dtype
@@ -340,13 +341,14 @@ class VMI(_PerSampleSelector):
     method_name = "vmi"
 
     def __init__(self, k: int | str = 10, *, q: str = "pairwise", restart_threshold: float = 0.01,
-                 discretizer: Any = "uniform", n_bins: int = 5, base: Any = "e", device: Any = "auto",
-                 dtype: Any = None) -> None:
+                 discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None, base: Any = "e",
+                 device: Any = "auto", dtype: Any = None) -> None:
         self.k = k
         self.q = q
         self.restart_threshold = restart_threshold
         self.discretizer = discretizer
         self.n_bins = n_bins
+        self.missing_values = missing_values
         self.base = base
         self.device = device
         self.dtype = dtype

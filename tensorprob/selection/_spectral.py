@@ -55,8 +55,9 @@ class SPECCMI(CodedSelector):
     --------
     >>> from tensorprob import SPECCMI
     %(example_xy)s
-    >>> SPECCMI(k=2).fit(X, y).selected_.tolist()
-    [4, 1]
+    >>> sel = SPECCMI(k=2).fit(X, y)
+    >>> sel.selected_.tolist(), int(sel.get_support().sum())
+    ([4, 1], 2)
     """
 
     method_name = "spec_cmi"
