@@ -234,3 +234,18 @@ else:
     @given(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1))
     def test_selection_is_invariant_to_column_and_row_order(seed, perm_seed):
         _check_invariance(seed, perm_seed)
+
+
+def test_a_float_array_is_one_kind_of_measurement():
+    """In a float array, integral columns are categories only when every column is (MNIST's pixels:
+    all discretized alike); in a DataFrame each column is decided on its own."""
+    rng = np.random.default_rng(0)
+    few = rng.integers(0, 3, 200).astype(float)          # integral, 3 values
+    many = rng.integers(0, 256, 200).astype(float)       # integral, more than max_categories values
+    X = np.column_stack([few, many])
+    enc = tp.encode(X, discretizer="uniform")
+    assert enc.encoder.kinds_ == ["discretized", "discretized"]
+    assert enc.encoder.discretized_ == ["x0", "x1"]
+    assert tp.encode(X[:, :1], discretizer="uniform").encoder.kinds_ == ["categorical"]
+    df = pd.DataFrame({"few": few, "many": many})
+    assert tp.encode(df, discretizer="uniform").encoder.kinds_ == ["categorical", "discretized"]

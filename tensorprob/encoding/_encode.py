@@ -22,7 +22,8 @@ ENCODING_FRAGMENTS: dict[str, str] = {
 Every column is categorical by value unless it is genuinely continuous: strings, bools,
 pandas categoricals, integer columns (NumPy or pandas' nullable ``Int*``/``UInt*``) and float
 columns whose observed values are all integral, with at most ``max_categories`` distinct
-values, get the codes ``0..I-1`` of their sorted distinct values. In an object column values
+values, get the codes ``0..I-1`` of their sorted distinct values (in a float array, as opposed
+to a DataFrame, only when every column qualifies: an array is one kind of measurement). In an object column values
 of different types stay different categories (``1``, ``"1"`` and ``True`` are three). Only
 floats with non-integral values, and numeric columns with more than ``max_categories``
 distinct values, are continuous and go through ``discretizer``. Missing entries (``None``,
@@ -255,6 +256,11 @@ def _numeric_view(col: np.ndarray) -> np.ndarray | None:
     return out
 
 
+def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:
+    """Whether observed numbers are categories by value: all integral, at most ``limit`` distinct."""
+    return _is_integral(vals) and (np.unique(vals) if uniq is None else uniq).size <= limit
+
+
 def _is_integral(vals: np.ndarray) -> bool:
     """Whether every (finite) value of a numeric array is a whole number."""
     if vals.dtype.kind in "iub":
@@ -404,6 +410,13 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         lookup: list[dict | None] = []
         codes = np.empty((n_rows, len(cols)), dtype=np.int64)
         cont_idx: list[int] = []
+        # A float array (not a DataFrame) is one measurement on every column: its integral
+        # columns are categories only when all of them are (MNIST's 0..255 pixels stay one
+        # kind of variable, all discretized); DataFrame columns are typed one by one.
+        float_array = not hasattr(X, "iloc") and all(c.dtype.kind == "f" for c in cols)
+        if float_array:
+            array_is_categorical = all(_categorical_numbers(c[~(_is_missing(c) | _user_missing(c, miss_keys))], limit)
+                                       for c in cols)
         for j, col in enumerate(cols):
             if col.dtype.kind == "O" and not pandas_cat[j]:
                 num = _numeric_view(col)
@@ -416,7 +429,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if kind in "iuf":
                 vals = col[~miss]
                 uniq = np.unique(vals)
-                if _is_integral(vals) and uniq.size <= limit:  # categories by value
+                if array_is_categorical if float_array else _categorical_numbers(vals, limit, uniq):
                     kinds.append("categorical")
                     cats.append(uniq)
                     lookup.append(None)
