@@ -304,31 +304,35 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
         use = (sf >= 0) & vm.T.repeat_interleave(L, 0)  # observed and described by the model
         onehot = torch.zeros(D, B * L, dtype=dtype, device=device)
         onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = use.to(dtype)
-        match = torch.cat([_spmm(S, onehot) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)
-        match = match.view(n_rows, B, L)
+        # (rows, B, L) only one incidence chunk at a time: the budget bounds it
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
-            dist = (n_obs[..., None] - torch.maximum(match, best_match[..., None])).clamp_min(0)
-            potential = (W[..., None] * dist**2).sum(0)  # (B, L)
+            potential = torch.zeros(B, L, dtype=torch.float64, device=device)
+            for start, stop, S, _ in data.incidence.chunks:
+                match = _spmm(S, onehot).to(torch.float64).view(stop - start, B, L)
+                dist = (n_obs[start:stop, :, None] - torch.maximum(match, best_match[start:stop, :, None])).clamp_min(0)
+                potential += (W[start:stop, :, None] * dist**2).sum(0)  # (B, L)
             pick = potential.argmin(1)
         else:
             pick = torch.zeros(B, dtype=torch.int64, device=device)
         seeds[:, f] = cand[cols, pick]
-        m_new = match[:, cols, pick]  # (M', B)
+        picked = onehot.view(D, B, L)[:, cols, pick]  # (D, B): the chosen seeds
+        m_new = torch.cat([_spmm(S, picked) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)  # (M', B)
         live = torch.tensor([f < r for r in ranks], device=device)
         better = (m_new > best_match) & live[None, :]
         nearest = torch.where(better, torch.full_like(nearest, f), nearest)
         best_match = torch.where(better, m_new, best_match)
-    # responsibilities: hard assignment to nearest seed
-    R = torch.zeros(n_rows, B, F, dtype=torch.float64, device=device)
-    R.scatter_(2, nearest[..., None], 1.0)
-    wR = (R * W[..., None]).reshape(n_rows, B * F)
+    # responsibilities: hard assignment to nearest seed, one incidence chunk at a time
     num = torch.zeros(D, B * F, dtype=torch.float64, device=device)
+    lam = torch.zeros(B, F, dtype=torch.float64, device=device)
     for start, stop, _, ST in data.incidence.chunks:
-        num += _spmm(ST, wR[start:stop])
+        wR = torch.zeros(stop - start, B, F, dtype=torch.float64, device=device)
+        wR.scatter_(2, nearest[start:stop, :, None], W[start:stop, :, None])
+        lam += wR.sum(0)
+        num += _spmm(ST, wR.view(stop - start, B * F))
     num = num.view(D, B, F) + smoothing
     denom = torch.zeros(N, B, F, dtype=torch.float64, device=device).index_add_(0, data.var_of_col, num)
     log_A = torch.log(num / denom[data.var_of_col]).to(dtype)
-    lam = (R * W[..., None]).sum(0) + 1e-3
+    lam = lam + 1e-3
     ranks_t = torch.tensor(ranks, device=device)
     lam = lam.masked_fill(torch.arange(F, device=device)[None, :] >= ranks_t[:, None], 0.0)
     lam = lam / lam.sum(1, keepdim=True)

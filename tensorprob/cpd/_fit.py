@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._config import get_config
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
@@ -208,6 +209,24 @@ def _bytes_per_row(B: int, F: int, itemsize: int) -> int:
     return B * F * (itemsize + 4 * 8) + 64
 
 
+def _check_request(n_rows: int, D: int, ranks_b: list[int], Fmax: int, itemsize: int) -> None:
+    """Refuse, before any work, a batch whose parameters alone exceed the memory budget.
+
+    Row-sized work is chunked to the budget, but the factors of the B models, (D, sum of
+    ranks) in the working dtype with about six float64 copies of that size in the
+    initialization and the M-step, cannot be; such a request (say rank 10**6 on 400 rows)
+    would otherwise allocate for minutes before failing.
+    """
+    budget = get_config()["memory_budget"]
+    need = D * (sum(ranks_b) * (itemsize + 6 * 8) + len(ranks_b) * Fmax * 8)
+    if need > budget:
+        raise ValueError(f"rank {max(ranks_b)} ({len(ranks_b)} model(s)) on {n_rows} distinct rows and {D} "
+                         f"(variable, value) columns: the parameters alone need about {need / 2**20:.0f} MiB, "
+                         f"above memory_budget={budget / 2**20:.0f} MiB; a rank above the number of distinct rows "
+                         "cannot be identified anyway: lower the rank (or raise memory_budget with "
+                         "tensorprob.config_context)")
+
+
 def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks: list[int], *, n_restarts: int,
                 n_iter_max: int, tol: float, alpha: float, init: str, seed: int, dtype: torch.dtype,
                 callback: Any = None, var_mask: torch.Tensor | None = None, **model_kwargs: Any) -> list[CPDModel]:
@@ -236,6 +255,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     spec = [(r, k, j) for r in ranks for k in range(K) for j in range(n_restarts)]
     B = len(spec)
     itemsize = torch.finfo(dtype).bits // 8
+    _check_request(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize)
     data = EMData.build(rows, cards, W, dtype, _bytes_per_row(B, Fmax, itemsize))
     D = int(cards.sum())
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
