@@ -57,6 +57,8 @@ PER_SAMPLE = {"pda-amd-mi": ("pda", dict(distribution="amd", framework="mi")),
               "vmi-naive": ("vmi", dict(q="naive")),
               "vmi-pairwise": ("vmi", dict(q="pairwise"))}
 SMALL = {"optdigits": 10, "splice": 10, "chess": 20}  # k per set (20 where cheap), every method
+# chess in the fast lane; optdigits and splice (a few seconds each) in the slow one
+SMALL_PARAMS = [pytest.param(n, marks=[] if n == "chess" else [pytest.mark.slow]) for n in sorted(SMALL)]
 LARGE = ("mnist", "coil20")  # k = 10, count methods, slow
 
 
@@ -156,13 +158,13 @@ def test_count_methods_covered():
 
 
 @pytest.mark.parametrize("method", COUNT_METHODS)
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", SMALL_PARAMS)
 def test_float32_equals_float64_small(name, method):
     _check(name, method, {}, SMALL[name])
 
 
 @pytest.mark.parametrize("variant", sorted(PER_SAMPLE))
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", SMALL_PARAMS)
 def test_float32_equals_float64_per_sample(name, variant):
     method, kwargs = PER_SAMPLE[variant]
     _check(name, method, kwargs, SMALL[name])
