@@ -57,6 +57,7 @@ def test_skfeature_lcsi(wine_codes, method, beta, gamma, opts):
     _same(_ours(codes, y, method, **opts), np.asarray(out).ravel()[:K])
 
 
+@pytest.mark.slow  # ITMO_FS imports in about 2 s per test
 @pytest.mark.parametrize("method,peer", [("mim", "MIM"), ("mrmr", "MRMR"), ("jmi", "JMI"), ("cmim", "CMIM")])
 def test_itmo_fs(wine_codes, method, peer):
     _skip_unless("ITMO_FS")
