@@ -9,6 +9,7 @@ VI framework generalizes its q-distribution.
 """
 from __future__ import annotations
 
+from abc import abstractmethod
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -188,9 +189,9 @@ class _PerSampleSelector(GreedySelector):
         "restart_threshold": [Interval(Real, 0, None, closed="left")],
     }
 
+    @abstractmethod
     def _pda_args(self) -> tuple[str, str, int, int]:
         """(distribution, framework, k1, k2) of the criterion."""
-        raise NotImplementedError  # pragma: no cover
 
     def _criterion(self) -> Criterion:
         self._crit = _pda_criterion(*self._pda_args(), self.restart_threshold)

@@ -93,7 +93,7 @@ def _dominant_vector(Q: torch.Tensor) -> torch.Tensor:
     evals, evecs = torch.linalg.eigh(Q)
     top = evals[-1]
     scale = float(evals.abs().max()) if evals.numel() else 0.0
-    tol = 1e-9 * max(scale, 1e-300)
+    tol = 1e-9 * scale  # relative; a zero spectrum (scale 0) puts every eigenvalue in the top space
     in_top = evals >= top - tol
     v = evecs[:, -1]
     if int(in_top.sum()) > 1 or scale == 0.0:
