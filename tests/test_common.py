@@ -1,5 +1,7 @@
 """scikit-learn's common estimator checks over every registered selector and the two transformers."""
+import sklearn
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.fixes import parse_version
 
 import tensorprob as tp
 from tensorprob.selection import available_methods, get_selector
@@ -14,7 +16,17 @@ def _instance(name, cls):
 ESTIMATORS = [_instance(n, get_selector(n)) for n in available_methods()] + [tp.Encoder(), tp.Discretizer()]
 
 
-@parametrize_with_checks(ESTIMATORS)
+
+def _expected_failures(estimator):
+    """Checks that cannot pass for a reason outside tensorprob."""
+    if parse_version(sklearn.__version__) < parse_version("1.8") and type(estimator).__name__ in ("PDA", "VMI"):
+        # scikit-learn 1.7's check subtracts a float mean in place from the integer matrix it builds
+        # for estimators that take categorical input, and fails before calling fit (fixed in 1.8)
+        return {"check_positive_only_tag_during_fit": "scikit-learn < 1.8: the check fails on integer input"}
+    return {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -35,14 +35,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from _helpers import tols
 
 import tensorprob as tp
 from tensorprob.datasets import load_dataset
-from tensorprob.selection import get_selector
-from tensorprob.selection import _greedy
+from tensorprob.selection import _greedy, get_selector
 from tensorprob.selection._base import CodedSelector
-
-from _helpers import tols
 
 F32 = torch.float32
 SCORE_TOL = tols(F32)  # rtol = atol = 2**8 * eps(float32) = 3.05e-5
@@ -68,7 +66,7 @@ def _coil20_path() -> Path:
     return base / "skfeature/COIL20.mat"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(name: str):
     if name == "coil20":
         path = _coil20_path()
@@ -139,7 +137,7 @@ def compare_paths(label, sel64, sc64, steps64, sel32, sc32) -> list[str]:
     return flips
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compare(name: str, method: str, kwargs: tuple, k: int) -> tuple[str, ...]:
     X, y = _load(name)
     sel64, sc64, steps64 = _fit(X, y, method, kwargs, "float64", k)
