@@ -43,16 +43,13 @@ def _at_least(value: int, low: int, option: str) -> None:
 
 
 def _check_label(y: Any, label: str) -> None:
-    """Reject a continuous label: the selectors and the CPD model need classes."""
-    from sklearn.utils.multiclass import type_of_target
+    """Reject a label that is not classes (continuous, NaN or inf): the library's own target check."""
+    from .encoding._encode import check_classification_target
 
     try:
-        kind = type_of_target(np.asarray(y))
-    except ValueError:
-        return  # mixed or object labels are categories
-    if kind.startswith("continuous"):
-        raise CLIError(f"the label of {label} is continuous (non-integer numbers); a class label is needed: "
-                       f"bin it into classes first")
+        check_classification_target(y, name=f"the label of {label}")
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _check_writable(path: str, option: str) -> None:
