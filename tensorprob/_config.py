@@ -21,8 +21,8 @@ from typing import Any
 _DEFAULTS: dict[str, Any] = {
     # Bytes that one chunk of a chunked computation may allocate (per large temporary).
     "memory_budget": 512 * 2**20,
-    # Integer columns with at most this many distinct values are treated as codes; string /
-    # categorical columns with more distinct values are rejected, as are alphabets above it.
+    # Numeric columns (integers, integral floats) with at most this many distinct values are
+    # categories by value; categorical columns with more distinct values are rejected.
     "max_categories": 64,
     # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations; tqdm is
     # optional (the "progress" extra): without it the setting has no effect.
@@ -51,7 +51,7 @@ def get_config() -> dict[str, Any]:
     dict
         ``memory_budget`` (bytes a chunk of a chunked computation may allocate) and
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
-        largest number of distinct values for which an integer column counts as codes),
+        largest number of distinct values for which a numeric column is categorical),
         ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
         tqdm is an optional dependency, ``pip install "tensorprob[progress]"``, and without it
         the setting is accepted and no bar is shown), ``device`` (what ``device="auto"`` resolves
@@ -78,7 +78,7 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
         Bytes one chunk of a chunked computation may allocate (at least 65536).
     max_categories : int, optional
         Largest alphabet of a categorical column, and the largest number of distinct values
-        for which an integer column counts as codes (at least 2).
+        for which a numeric column is categorical (at least 2).
     progress : bool, optional
         Show tqdm progress bars on stderr (needs the optional tqdm, the ``progress`` extra;
         without it no bar is shown).

@@ -829,4 +829,4 @@ def check_classification_target(y: Any, name: str = "y") -> tuple[np.ndarray, np
                 f"{name} is continuous ({uniq.size} distinct values, non-integral ones such as "
                 f"{_preview(np.unique(finite[frac]).tolist(), 3)}); class labels are needed: discretize or "
                 "encode the target first (for example with tensorprob.discretize)")
-    return encode_labels(y, name)
+    return encode_labels(arr, name)  # arr: y as a NumPy array already

@@ -174,9 +174,9 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
 class CodedSelector(_BaseSelector):
     """Base of the selectors that work on integer codes (count-based, PDA, VMI, SPEC_CMI, GSM-CPD).
 
-    ``fit`` encodes X with an :class:`~tensorprob.Encoder` (strings, bools and categoricals get
-    codes, integer columns with at most 64 values are codes already, continuous columns are
-    discretized by ``discretizer`` into ``n_bins`` bins; NaN/None are missing, code -1) and
+    ``fit`` encodes X with an :class:`~tensorprob.Encoder` (the rules of :func:`tensorprob.encode`:
+    categories by value, continuous columns discretized by ``discretizer`` into ``n_bins`` bins,
+    missing entries code -1; an :class:`~tensorprob.Encoded` is taken as codes) and
     calls ``_select(codes, cards, y, n_classes, k, device, dtype) -> (selected, scores)``.
 
     Attributes
