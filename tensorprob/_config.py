@@ -75,7 +75,12 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
     Parameters
     ----------
     memory_budget : int, optional
-        Bytes one chunk of a chunked computation may allocate (at least 65536).
+        Bytes one chunk of a chunked computation may allocate (at least 65536). Beyond the
+        chunks, what a computation keeps across its passes counts against it too: the EM
+        caches its incidence matrix only when it fits (otherwise each pass rebuilds it chunk
+        by chunk), and PDA/VMI keep their per-sample sums only when they fit (otherwise each
+        step recomputes them from the selected features' tables). What stays is the data as
+        compact codes (1 byte per entry up to 127 values) and parameters of the model size.
     max_categories : int, optional
         Largest alphabet of a categorical column, and the largest number of distinct values
         for which a numeric column is categorical (at least 2).

@@ -159,10 +159,11 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
     X[:, 0] = y  # p(x_0 = v | c) = 0 for v != c: with a dominant wrong class the product underflows
     data = SelectionData(torch.tensor(X, device=device), 3, torch.tensor(y, device=device), 3)  # float64
     st = VariationalState(data, "naive")
+    idx0 = torch.arange(7, device=device)[None, :] * 3 + data.codes  # (M, N): row of (i, x_mi) in log_p_class
     g = torch.Generator().manual_seed(0)
     for scale in (1.0, 2000.0):  # 2000: exp(b - max) underflows for most classes
         st.base = (torch.randn(120, 3, generator=g, dtype=torch.float64) * scale).to(device)
-        lq = st.base[:, None, :] + st.log_p_class[st.idx0] + st.log_prior  # (M, N, C), plain
+        lq = st.base[:, None, :] + st.log_p_class[idx0] + st.log_prior  # (M, N, C), plain
         own = torch.gather(lq, 2, data.y[:, None, None].expand(-1, 7, 1))[..., 0] - st.log_prior[data.y][:, None]
         direct = (own - torch.logsumexp(lq, 2)).mean(0)
         torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)
@@ -172,4 +173,4 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
     # the exact fallback was exercised: some products underflowed to zero
     b = st.base + st.log_prior
     G = torch.exp(b - b.amax(1, keepdim=True)) @ torch.exp(st.log_p_class).T
-    assert bool((torch.gather(G, 1, st.idx0) == 0).any())
+    assert bool((torch.gather(G, 1, idx0) == 0).any())

@@ -9,10 +9,10 @@ pairs (the M-step numerators).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 
 import torch
 
+from .._config import get_config
 from .._device import chunk_rows
 
 
@@ -33,9 +33,46 @@ def offsets_of(cardinalities: torch.Tensor) -> torch.Tensor:
     return torch.cumsum(card, 0) - card
 
 
+def compact_dtype(max_card: int) -> torch.dtype:
+    """Smallest signed integer dtype holding the codes ``-1 .. max_card - 1``."""
+    for dt in (torch.int8, torch.int16, torch.int32):
+        if max_card - 1 <= torch.iinfo(dt).max:
+            return dt
+    return torch.int64
+
+
+def _row_keys(codes: torch.Tensor) -> torch.Tensor:
+    """Rows packed into as few nonnegative int64 words as their values allow, order-preserving.
+
+    Each column takes ``bit_length(max + 1)`` bits holding ``code + 1`` (-1 becomes 0), the
+    first column in the most significant bits of the first word and at most 63 bits per word,
+    so comparing the words lexicographically compares the rows lexicographically.
+
+    Returns
+    -------
+    int64 tensor of shape (M, W)
+        W words per row (W is about ``N * bits / 63``, for N columns of ``bits`` bits).
+    """
+    M, N = codes.shape
+    top = (codes.amax(0).to(torch.int64) + 1).clamp_min(1).tolist() if M else [1] * N
+    bits = [max(1, int(t).bit_length()) for t in top]
+    words, used = [], 63
+    for n, b in enumerate(bits):
+        if used + b > 63:
+            words.append(torch.zeros(M, dtype=torch.int64, device=codes.device))
+            used = 0
+        # shift the word left to make room, then put the column in its low bits
+        words[-1].mul_(1 << b).add_(codes[:, n].to(torch.int64) + 1)
+        used += b
+    return torch.stack(words, 1)
+
+
 def unique_rows(codes: torch.Tensor, weights: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Merge identical rows.
+
+    The rows are compared through their bit-packed keys (a few int64 words per row instead
+    of N), so the sort moves O(M) words, not O(M N), and no int64 copy of the codes is made.
 
     Parameters
     ----------
@@ -47,42 +84,117 @@ def unique_rows(codes: torch.Tensor, weights: torch.Tensor | None = None
     Returns
     -------
     rows : tensor of shape (M', N)
-        The distinct rows, sorted.
+        The distinct rows, sorted lexicographically, in the dtype of ``codes``.
     merged : tensor of shape (M', B), or (M',) if ``weights`` was 1-D or None
         Summed weights of each distinct row.
     inverse : int64 tensor of shape (M,)
         Index of each original row in ``rows``.
     """
-    rows, inverse = torch.unique(codes, dim=0, return_inverse=True)
+    M = codes.shape[0]
+    dev = codes.device
+    keys = _row_keys(codes)
+    # lexicographic order of the words: stable sorts from the last word to the first
+    # (torch.unique(dim=0) keeps tens of MiB of workspace resident after it returns)
+    order = torch.argsort(keys[:, -1], stable=True)
+    for w in range(keys.shape[1] - 2, -1, -1):
+        order = order[torch.argsort(keys[order, w], stable=True)]
+    sk = keys[order]
+    del keys
+    new_row = torch.ones(M, dtype=torch.bool, device=dev)
+    if M > 1:
+        new_row[1:] = (sk[1:] != sk[:-1]).any(1)
+    del sk
+    group = torch.cumsum(new_row, 0) - 1  # group of each sorted row
+    inverse = torch.empty(M, dtype=torch.int64, device=dev)
+    inverse[order] = group
+    rows = codes[order[new_row]]  # the first row (in sorted order) of each group
     if weights is None:
-        merged = torch.zeros(rows.shape[0], dtype=torch.float64, device=codes.device)
-        merged.index_add_(0, inverse, torch.ones(codes.shape[0], dtype=torch.float64, device=codes.device))
+        merged = torch.zeros(rows.shape[0], dtype=torch.float64, device=dev)
+        merged.index_add_(0, inverse, torch.ones(M, dtype=torch.float64, device=dev))
     else:
         merged = torch.zeros((rows.shape[0],) + tuple(weights.shape[1:]), dtype=weights.dtype, device=weights.device)
         merged.index_add_(0, inverse, weights)
     return rows, merged, inverse
 
 
-@dataclass
 class Incidence:
     """Row-chunked incidence matrix of coded data, in CSR form for both S and S^T.
 
-    Built by :meth:`build`; the fields are the constructor's parameters.
+    The chunks are cached when all of them together fit the memory budget (the usual
+    case: ``nnz * (8 + itemsize + 4 + itemsize_t)`` bytes) and otherwise rebuilt from the
+    codes at every pass, so the extra memory of a pass stays within the budget at the price
+    of building each chunk again (a few elementwise passes over its codes, cheaper than the
+    products it feeds). Indices are int32 whenever the sizes allow.
 
     Parameters
     ----------
-    chunks : list of (start, stop, S_chunk, S_chunk_T)
-        Row ranges with their CSR blocks (``S[start:stop]`` and its transpose).
-    flat : int64 tensor of shape (M, N)
-        ``offset[n] + x_mn``, or -1 where missing.
+    codes : int tensor of shape (M, N)
+        Codes of the rows (any integer dtype; kept, not copied); -1 marks a missing entry
+        (no 1 in its row of S).
+    cardinalities : int tensor of shape (N,)
+        Alphabet size of each variable (D = their sum columns).
+    dtype : torch.dtype
+        Value type of S.
+    bytes_per_row : int, optional
+        Size of the dense temporaries one row creates in the caller (for the EM: a few
+        B x F float arrays); with the cost of building a chunk it sets the chunk length.
+        None: one chunk.
+    dtype_t : torch.dtype, optional
+        Value type of S^T (default ``dtype``).
     """
 
-    chunks: list
-    flat: torch.Tensor
-    _flat_t: dict = field(default_factory=dict, init=False, repr=False)
+    def __init__(self, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
+                 bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> None:
+        self.codes = codes
+        self.offsets = offsets_of(cardinalities.to(codes.device))
+        self.n_cols = int(cardinalities.sum())
+        self.dtype, self.dtype_t = dtype, dtype_t or dtype
+        M, N = codes.shape
+        self.itype = torch.int32 if max(M, self.n_cols) * max(N, 1) < 2**31 else torch.int64
+        isz = torch.tensor([], dtype=self.itype).element_size()
+        vsz = torch.tensor([], dtype=dtype).element_size() + torch.tensor([], dtype=self.dtype_t).element_size()
+        self._entry_bytes = 2 * isz + vsz  # one stored entry of S and of S^T
+        budget = get_config()["memory_budget"]
+        # building a chunk makes a few (rows x N) int64 temporaries on top of what it stores
+        build = N * (self._entry_bytes + 3 * 8)
+        step = M if bytes_per_row is None else chunk_rows(int(bytes_per_row) + build, M)
+        self.ranges = [(s, min(M, s + step)) for s in range(0, M, step)] or [(0, 0)]
+        self._cached = None
+        if bytes_per_row is None or M * N * self._entry_bytes <= budget:
+            self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
+        self._flat_t: dict = {}
+
+    @classmethod
+    def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
+              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> Incidence:
+        """Build S for ``codes``, chunked so a chunk's dense work fits the memory budget (see the class)."""
+        return cls(codes, cardinalities, dtype, bytes_per_row, dtype_t)
+
+    @property
+    def cached(self) -> bool:
+        """Whether the CSR chunks are kept between passes (they fit the memory budget)."""
+        return self._cached is not None
+
+    def flat(self, start: int = 0, stop: int | None = None, index: torch.Tensor | None = None) -> torch.Tensor:
+        """Flat column indices ``offset[n] + x_mn`` (-1 where missing) of rows ``start:stop`` or ``index``.
+
+        Parameters
+        ----------
+        start, stop : int
+            The row range (default all rows).
+        index : int64 tensor, optional
+            Rows to take instead of a range.
+
+        Returns
+        -------
+        int64 tensor of shape (rows, N)
+            A new tensor.
+        """
+        c = (self.codes[start:stop] if index is None else self.codes[index]).to(torch.int64)
+        return torch.where(c >= 0, c + self.offsets[None, :], torch.full_like(c, -1))
 
     def flat_t(self, start: int, stop: int) -> torch.Tensor:
-        """Rows ``start:stop`` of :attr:`flat` as variable-major int32, built once per range.
+        """Rows ``start:stop`` of :meth:`flat` as variable-major int32 (kept when the chunks are cached).
 
         The layout the gather kernel of :func:`tensorprob.ops.incidence_matmul` reads.
 
@@ -94,73 +206,70 @@ class Incidence:
         Returns
         -------
         int32 tensor of shape (N, stop - start)
-            ``flat[start:stop].T``, contiguous.
+            ``flat(start, stop).T``, contiguous.
         """
         key = (start, stop)
-        if key not in self._flat_t:
-            self._flat_t[key] = self.flat[start:stop].T.to(torch.int32).contiguous()
-        return self._flat_t[key]
+        if key in self._flat_t:
+            return self._flat_t[key]
+        out = self.flat(start, stop).T.to(torch.int32).contiguous()
+        if self.cached:
+            self._flat_t[key] = out
+        return out
 
-    @classmethod
-    def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> Incidence:
-        """Build S for ``codes``, chunked so a chunk's dense work fits the memory budget.
+    def chunks(self, transpose: bool = True):
+        """Iterate over ``(start, stop, S_chunk, S_chunk_T)``, from the cache or built now.
 
         Parameters
         ----------
-        codes : int tensor of shape (M, N)
-            Codes of the rows; -1 marks a missing entry (no 1 in its row of S).
-        cardinalities : int tensor of shape (N,)
-            Alphabet size of each variable (D = their sum columns).
-        dtype : torch.dtype
-            Value type of S.
-        bytes_per_row : int, optional
-            Size of the dense temporaries one row creates in the caller (for the EM: a few
-            B x F float arrays); it sets the chunk length. None: one chunk.
-        dtype_t : torch.dtype, optional
-            Value type of S^T (default ``dtype``).
+        transpose : bool, default=True
+            Whether the caller needs S^T (None is yielded in its place otherwise, when the
+            chunks are built on the fly).
 
-        Returns
-        -------
-        Incidence
-            The chunks and the flat indices.
+        Yields
+        ------
+        tuple
+            ``(start, stop, S[start:stop], S[start:stop].T or None)``.
         """
-        device = codes.device
-        M = codes.shape[0]
-        off = offsets_of(cardinalities.to(device))
-        c = codes.to(torch.int64)
-        flat = torch.where(c >= 0, c + off[None, :], torch.full_like(c, -1))
-        D = int(cardinalities.sum())
-        step = M if bytes_per_row is None else chunk_rows(bytes_per_row, M)
-        chunks = []
-        for start in range(0, M, step):
-            stop = min(M, start + step)
-            s, st = _csr_pair(flat[start:stop], D, dtype, dtype_t or dtype)
-            chunks.append((start, stop, s, st))
-        return cls(chunks, flat)
+        if self._cached is not None:
+            yield from self._cached
+            return
+        for s, e in self.ranges:
+            yield (s, e, *self._build(s, e, transpose))
+
+    def _build(self, start: int, stop: int, transpose: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return _csr_pair(self.flat(start, stop), self.n_cols, self.dtype, self.dtype_t, self.itype, transpose)
 
 
-def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: torch.dtype
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: torch.dtype,
+              itype: torch.dtype = torch.int64, transpose: bool = True
+              ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """CSR forms of S (rows x D) and S^T for a block of flat indices (-1 = missing).
 
     Within a row the flat indices increase with the variable, so the row-major order of the
     observed entries is already a valid CSR column order; S^T is a stable sort by column.
     """
     device = block.device
-    n = block.shape[0]
+    n, N = block.shape
     obs = block >= 0
-    per_row = obs.sum(1)
-    col = block[obs]
-    crow = torch.zeros(n + 1, dtype=torch.int64, device=device)
-    crow[1:] = torch.cumsum(per_row, 0)
-    val = torch.ones(col.numel(), dtype=dtype, device=device)
-    row_id = torch.repeat_interleave(torch.arange(n, device=device), per_row)
-    order = torch.sort(col, stable=True).indices
-    crow_t = torch.zeros(n_cols + 1, dtype=torch.int64, device=device)
-    crow_t[1:] = torch.cumsum(torch.bincount(col, minlength=n_cols), 0)
+    complete = bool(obs.all())
+    col = block.reshape(-1) if complete else block[obs]
+    del obs
+    if complete:
+        crow = torch.arange(0, n * N + 1, max(N, 1), dtype=itype, device=device)[: n + 1]
+    else:
+        crow = torch.zeros(n + 1, dtype=itype, device=device)
+        crow[1:] = torch.cumsum((block >= 0).sum(1), 0)
+    val = torch.ones(1, dtype=dtype, device=device).expand(col.numel()).contiguous()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
-        s = torch.sparse_csr_tensor(crow, col, val, (n, n_cols), check_invariants=False)
-        st = torch.sparse_csr_tensor(crow_t, row_id[order], val.to(dtype_t), (n_cols, n), check_invariants=False)
+        s = torch.sparse_csr_tensor(crow, col.to(itype), val, (n, n_cols), check_invariants=False)
+        if not transpose:
+            return s, None
+        order = torch.sort(col, stable=True).indices
+        row_id = torch.div(order, N, rounding_mode="floor") if complete else \
+            torch.repeat_interleave(torch.arange(n, device=device), crow.diff().to(torch.int64))[order]
+        crow_t = torch.zeros(n_cols + 1, dtype=itype, device=device)
+        crow_t[1:] = torch.cumsum(torch.bincount(col, minlength=n_cols), 0)
+        val_t = val if dtype_t == dtype else torch.ones(1, dtype=dtype_t, device=device).expand(col.numel()).contiguous()
+        st = torch.sparse_csr_tensor(crow_t, row_id.to(itype), val_t, (n_cols, n), check_invariants=False)
     return s, st

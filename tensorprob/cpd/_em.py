@@ -38,7 +38,7 @@ from ..ops import incidence_matmul_reference as _spmm  # blocked CSR @ dense, al
 class EMData:
     """Distinct rows of coded data with per-model weights, and their incidence matrix."""
 
-    rows: torch.Tensor  # (M', N) int64 codes, -1 missing
+    rows: torch.Tensor  # (M', N) integer codes (compact dtype), -1 missing
     cards: torch.Tensor  # (N,) int64
     weights: torch.Tensor  # (M', K) float64: K weight sets
     incidence: Incidence
@@ -117,7 +117,7 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     lam_num = torch.zeros(B, Fmax, dtype=f64, device=dev) if need_stats else None
     num = torch.zeros(D, P, dtype=f64, device=dev) if need_stats else None
     kernel = use_triton(state.log_A)
-    for start, stop, S, ST in data.incidence.chunks:
+    for start, stop, S, ST in data.incidence.chunks(need_stats):
         m = stop - start
         Lp = incidence_matmul(S, state.log_A, data.incidence.flat_t(start, stop) if kernel else None)  # (m, P)
         L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
@@ -281,8 +281,8 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     n_rows = W.shape[0]
     # var_mask (N, B): the variables each model describes (default all); distances count only those
     vm = torch.ones(N, B, dtype=torch.bool, device=device) if var_mask is None else var_mask
-    n_obs = (data.rows >= 0).to(torch.float64) @ vm.to(torch.float64)  # (M', B)
-    flat = data.incidence.flat
+    vm_f = vm.to(torch.float64)
+    n_obs = torch.cat([(data.rows[s:e] >= 0).to(torch.float64) @ vm_f for s, e in data.incidence.ranges], 0)  # (M', B)
     seeds = torch.zeros(B, F, dtype=torch.int64, device=device)
     best_match = torch.full((n_rows, B), -1.0, dtype=torch.float64, device=device)  # matches with nearest seed
     nearest = torch.zeros(n_rows, B, dtype=torch.int64, device=device)
@@ -300,14 +300,14 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
             cand[b, :n_b] = torch.multinomial(pb / pb.sum(), n_b, replacement=True, generator=gens[b])
             cand[b, n_b:] = cand[b, 0]  # padding repeats a candidate: the argmin is unchanged
         # matches of every row with every candidate seed: S @ one-hot(candidates), (M', B, L)
-        sf = flat[cand.reshape(-1)]  # (B L, N)
+        sf = data.incidence.flat(index=cand.reshape(-1))  # (B L, N)
         use = (sf >= 0) & vm.T.repeat_interleave(L, 0)  # observed and described by the model
         onehot = torch.zeros(D, B * L, dtype=dtype, device=device)
         onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = use.to(dtype)
         # (rows, B, L) only one incidence chunk at a time: the budget bounds it
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
             potential = torch.zeros(B, L, dtype=torch.float64, device=device)
-            for start, stop, S, _ in data.incidence.chunks:
+            for start, stop, S, _ in data.incidence.chunks(False):
                 match = _spmm(S, onehot).to(torch.float64).view(stop - start, B, L)
                 dist = (n_obs[start:stop, :, None] - torch.maximum(match, best_match[start:stop, :, None])).clamp_min(0)
                 potential += (W[start:stop, :, None] * dist**2).sum(0)  # (B, L)
@@ -316,7 +316,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
             pick = torch.zeros(B, dtype=torch.int64, device=device)
         seeds[:, f] = cand[cols, pick]
         picked = onehot.view(D, B, L)[:, cols, pick]  # (D, B): the chosen seeds
-        m_new = torch.cat([_spmm(S, picked) for _, _, S, _ in data.incidence.chunks], 0).to(torch.float64)  # (M', B)
+        m_new = torch.cat([_spmm(S, picked) for _, _, S, _ in data.incidence.chunks(False)], 0).to(torch.float64)  # (M', B)
         live = torch.tensor([f < r for r in ranks], device=device)
         better = (m_new > best_match) & live[None, :]
         nearest = torch.where(better, torch.full_like(nearest, f), nearest)
@@ -324,7 +324,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     # responsibilities: hard assignment to nearest seed, one incidence chunk at a time
     num = torch.zeros(D, B * F, dtype=torch.float64, device=device)
     lam = torch.zeros(B, F, dtype=torch.float64, device=device)
-    for start, stop, _, ST in data.incidence.chunks:
+    for start, stop, _, ST in data.incidence.chunks():
         wR = torch.zeros(stop - start, B, F, dtype=torch.float64, device=device)
         wR.scatter_(2, nearest[start:stop, :, None], W[start:stop, :, None])
         lam += wR.sum(0)

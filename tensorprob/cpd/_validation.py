@@ -11,6 +11,7 @@ import torch
 from .._config import get_config
 from .._device import to_numpy
 from ..counting import unique_rows
+from ..counting._incidence import compact_dtype
 from ..encoding import Encoded, encode
 from ..encoding._encode import check_classification_target
 
@@ -24,7 +25,7 @@ class PreparedData:
     shares the data (:meth:`merge`).
     """
 
-    codes: np.ndarray  # (M, N) int64, -1 missing
+    codes: np.ndarray  # (M, N) integers in the smallest dtype that holds them, -1 missing
     cards: np.ndarray  # (N,) int64
     names: list[str]
     target: int | None = None
@@ -87,7 +88,7 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
             cardinalities = X.cardinalities
         X = np.asarray(X.codes)
     if encoded or _declared_codes(X, cardinalities, missing_values):
-        codes = (to_numpy(X) if torch.is_tensor(X) else np.asarray(X)).astype(np.int64)
+        codes = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)  # no copy: checked, then stored compact
         if codes.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {codes.shape}")
         if codes.shape[0] == 0 or codes.shape[1] == 0:
@@ -118,7 +119,7 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
             )
     else:
         enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
-        codes, cards, names, encoder = enc.codes.astype(np.int64), enc.cardinalities, enc.feature_names, enc.encoder
+        codes, cards, names, encoder = enc.codes, enc.cardinalities, enc.feature_names, enc.encoder
     target = classes = None
     if y is not None:
         ycodes, classes = check_classification_target(y)
@@ -128,11 +129,19 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
             raise ValueError(f"y has a single class ({classes[0]!r}); a label needs at least two classes")
         if classes.size > limit:
             raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
-        codes = np.concatenate([codes, ycodes[:, None]], axis=1)
         cards = np.concatenate([cards, [classes.size]])
+        dt = _compact_np(cards)
+        codes = np.concatenate([codes.astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
         names = list(names) + ["y"]
         target = codes.shape[1] - 1
-    return PreparedData(codes, np.asarray(cards, dtype=np.int64), list(names), target, classes, encoder)
+    cards = np.asarray(cards, dtype=np.int64)
+    codes = codes.astype(_compact_np(cards), copy=False)
+    return PreparedData(codes, cards, list(names), target, classes, encoder)
+
+
+def _compact_np(cards: np.ndarray) -> np.dtype:
+    """Smallest signed NumPy integer dtype holding codes ``-1 .. max(cards) - 1``."""
+    return np.dtype(str(compact_dtype(int(cards.max()) if cards.size else 1)).removeprefix("torch."))
 
 
 def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:

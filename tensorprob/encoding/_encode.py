@@ -408,7 +408,10 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         kinds: list[str] = []
         cats: list[np.ndarray | None] = []
         lookup: list[dict | None] = []
-        codes = np.empty((n_rows, len(cols)), dtype=np.int64)
+        # working codes: every alphabet is at most max(limit, n_bins) values, except a user
+        # discretizer's (int32 then); returned in the smallest dtype that holds them
+        narrow = isinstance(self.discretizer, str) or self.discretizer is None
+        codes = np.empty((n_rows, len(cols)), dtype=np.int16 if narrow and max(limit, self.n_bins) < 2**15 else np.int32)
         cont_idx: list[int] = []
         # A float array (not a DataFrame) is one measurement on every column: its integral
         # columns are categories only when all of them are (MNIST's 0..255 pixels stay one
@@ -490,7 +493,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
                 disc = clone(self.discretizer) if hasattr(self.discretizer, "get_params") else self.discretizer
             out = np.asarray(disc.fit_transform(cont, y) if isinstance(disc, Discretizer) else disc.fit_transform(cont))
-            codes[:, cont_idx] = out.astype(np.int64)
+            codes[:, cont_idx] = out
             self.discretizer_ = disc
             if self.discretizer == "auto":
                 warnings.warn(
@@ -560,7 +563,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              f"{self.n_features_in_} features as input.")
         n_rows = cols[0].shape[0]
         miss_keys = _missing_keys(self.missing_values)
-        codes = np.empty((n_rows, len(cols)), dtype=np.int64)
+        codes = np.empty((n_rows, len(cols)), dtype=np.int32)
         for j, (kind, cat) in enumerate(zip(self.kinds_, self.categories_)):
             col = cols[j]
             if col.dtype.kind == "O" and not pandas_cat[j] and (kind != "categorical" or self._lookup[j] is None):

@@ -26,6 +26,7 @@ import math
 
 import torch
 
+from .._config import get_config
 from .._device import block_budget, chunk_ranges, exp_floor
 from ..counting import SelectionData, joint_table
 
@@ -71,12 +72,14 @@ class VariationalState:
         self.M, self.N, self.C, self.I = M, N, C, I
         counts = torch.bincount(d.y, minlength=C).to(d.dtype)
         self.log_prior = torch.log(counts / counts.sum())  # (C,)
-        self.idx0 = torch.arange(N, device=d.codes.device)[None, :] * I + d.codes  # (M, N): row of (i, x_mi)
         T = d.class_table[:, :, 0, :]  # (N, I, C)
         tiny = torch.finfo(T.dtype).tiny
         self.log_p_class = _log(T / T.sum(1, keepdim=True).clamp_min(tiny)).reshape(N * I, C)  # log p^(v | c)
         self._p_class = torch.exp(self.log_p_class)  # (N * I, C)
-        self._codes_t = d.codes.T.contiguous()  # (N, M)
+        self._codes_t = d.codes.T.contiguous()  # (N, M), in the codes' (compact) dtype
+        # the (C, N, M) accumulator of the order-1 q's is kept when it fits the memory budget;
+        # otherwise each read sums the conditional tables of the chain again (see _acc)
+        self.stored = C * N * M * torch.finfo(d.dtype).bits // 8 <= get_config()["memory_budget"]
         self._lpc_t = self.log_p_class.view(N, I, C).permute(2, 0, 1).contiguous()  # (C, N, I)
         self.reset()
 
@@ -86,6 +89,7 @@ class VariationalState:
         self.chain: list[int] = []
         self.base = torch.zeros(self.M, self.C, dtype=d.dtype, device=d.codes.device)  # log q of the chain
         self.acc = None  # (C, N, M) per-candidate accumulator (gmd / amd / fid), class-major
+        self.tables: list[tuple[torch.Tensor, torch.Tensor]] = []  # (P_t, x_j) per chain term when not stored
 
     # ---------------------------------------------------------------- per-candidate terms
     def _blocks(self):
@@ -95,7 +99,25 @@ class VariationalState:
 
     def _class_cond_t(self, a: int, b: int) -> torch.Tensor:
         """log p^(x_i | c) for candidates a..b, every class and sample: (C, b-a, M) (a new tensor)."""
-        return _lookup_t(self._lpc_t[:, a:b], self._codes_t[a:b])
+        return _lookup_t(self._lpc_t[:, a:b], self._codes_t[a:b].to(torch.int64))
+
+    def _acc(self, a: int, b: int) -> torch.Tensor:
+        """The accumulator of candidates a..b, (C, b-a, M): stored, or summed from the chain's tables now."""
+        if self.stored:
+            return self.acc[:, a:b]
+        codes = self._codes_t[a:b].to(torch.int64) * self.I
+        out = None
+        for P_t, xj in self.tables:
+            t = _lookup_t(P_t[:, a:b], codes + xj[None, :])
+            out = t if out is None else out.add_(t)
+        return out
+
+    def _acc_at(self, i: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        """The accumulator at (candidate i, sample m) pairs: (C, len)."""
+        if self.stored:
+            return self.acc[:, i, m]
+        codes = self._codes_t[i, m].to(torch.int64) * self.I
+        return sum(P_t[:, i, codes + xj[m]] for P_t, xj in self.tables)
 
     def _add_pair_term(self, j: int, given_candidate: bool, log: bool) -> None:
         """acc += p^(x_i | x_j, c) (or p^(x_j | x_i, c) with ``given_candidate``) at every sample.
@@ -109,11 +131,14 @@ class VariationalState:
         den = T.sum(2 if given_candidate else 1, keepdim=True)
         P = torch.where(den > 0, T / den.clamp_min(torch.finfo(T.dtype).tiny), torch.zeros_like(T)).reshape(-1, self.C)
         P_t = (_log(P) if log else P).view(self.N, self.I * self.I, self.C).permute(2, 0, 1).contiguous()
+        xj = d.codes[:, j].to(torch.int64)
+        if not self.stored:
+            self.tables.append((P_t, xj))
+            return
         if self.acc is None:
             self.acc = torch.zeros(self.C, self.N, self.M, dtype=d.dtype, device=d.codes.device)
-        xj = d.codes[:, j]
         for a, b in self._blocks():
-            self.acc[:, a:b].add_(_lookup_t(P_t[:, a:b], self._codes_t[a:b] * self.I + xj[None, :]))
+            self.acc[:, a:b].add_(_lookup_t(P_t[:, a:b], self._codes_t[a:b].to(torch.int64) * self.I + xj[None, :]))
 
     def _terms(self, a: int, b: int, shift_t: torch.Tensor) -> torch.Tensor:
         """log q(x | c) + ``shift_t[c, m]`` of the chain extended by each candidate a..b: (C, b-a, M).
@@ -124,27 +149,27 @@ class VariationalState:
         if self.q == "fid":
             t = self._class_cond_t(a, b)
             if n:
-                t.add_(self.acc[:, a:b])
+                t.add_(self._acc(a, b))
             return t.add_(shift_t[:, None, :])
         if n == 0 or self.q == "naive":
             return self._class_cond_t(a, b).add_(shift_t[:, None, :])
-        return torch.add(shift_t[:, None, :], self.acc[:, a:b], alpha=1.0 / n)  # gmd
+        return torch.add(shift_t[:, None, :], self._acc(a, b), alpha=1.0 / n)  # gmd
 
     def _entries(self, i: torch.Tensor, m: torch.Tensor, shift_t: torch.Tensor) -> torch.Tensor:
         """Exact log q(x | c) + shift of the extended chains at (candidate i, sample m) pairs: (C, len)."""
         n = len(self.chain)
         if self.q in ("fid", "naive") or n == 0:
-            t = self._lpc_t[:, i, self._codes_t[i, m]] + shift_t[:, m]
-            return t + self.acc[:, i, m] if (n and self.q == "fid") else t
+            t = self._lpc_t[:, i, self._codes_t[i, m].to(torch.int64)] + shift_t[:, m]
+            return t + self._acc_at(i, m) if (n and self.q == "fid") else t
         if self.q == "gmd":
-            return self.acc[:, i, m] / n + shift_t[:, m]
-        return _log(self.acc[:, i, m] / n) + shift_t[:, m]  # amd
+            return self._acc_at(i, m) / n + shift_t[:, m]
+        return _log(self._acc_at(i, m) / n) + shift_t[:, m]  # amd
 
     def _candidate_logq(self, j: int) -> torch.Tensor:
         """log q(x | c) of the chain extended by candidate j: (M, C)."""
         zero = torch.zeros(self.C, self.M, dtype=self.base.dtype, device=self.base.device)
         if self.q == "amd" and self.chain:
-            return _log(self.acc[:, j] / len(self.chain)).T + self.base
+            return _log(self._acc(j, j + 1)[:, 0] / len(self.chain)).T + self.base
         return self._terms(j, j + 1, zero)[:, 0, :].T + self.base
 
     def _naive_bounds(self) -> torch.Tensor:
@@ -171,7 +196,7 @@ class VariationalState:
             c = min(self.N, a + width)
             P = self._p_class[a * self.I:c * self.I].T  # (C, (c - a) * I)
             for r0, r1 in chunk_ranges(self.M, (c - a) * self.I * item, budget):
-                rows = self.idx0[r0:r1, a:c]
+                rows = d.codes[r0:r1, a:c].to(torch.int64) + (torch.arange(a, c, device=E.device) * self.I)[None, :]
                 lse = torch.gather(E[r0:r1] @ P, 1, rows - a * self.I)  # (rows, c - a)
                 bad = lse <= tiny * 1e3
                 lse = lse.clamp_min_(tiny).log_()
@@ -212,7 +237,7 @@ class VariationalState:
             shift_y = shift_t.gather(0, d.y[None, :])  # (1, M)
         for a, b in self._blocks():
             if self.q == "amd":
-                blk = self.acc[:, a:b]
+                blk = self._acc(a, b)
                 own = _log(blk.gather(0, y_idx.expand(1, b - a, -1))[0] / n).add_(shift_y)
                 s = torch.mul(blk, w).sum(0).div_(n)  # (c, M)
             else:

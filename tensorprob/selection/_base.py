@@ -235,8 +235,8 @@ class CodedSelector(_BaseSelector):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         device, dtype = self._device_dtype()
-        return self._select(codes.astype(np.int64), self.encoder_.cardinalities_, y_codes, int(self.classes_.size),
-                            k, device, dtype)
+        # codes stay in the encoder's compact dtype (int8 for up to 127 values): 8x less to hold and to read
+        return self._select(codes, self.encoder_.cardinalities_, y_codes, int(self.classes_.size), k, device, dtype)
 
     @abstractmethod
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,

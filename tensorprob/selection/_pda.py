@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._config import get_config
 from .._device import block_budget, chunk_ranges
 from .._docstrings import fill_doc
 from ..counting import SelectionData, gather_conditional, joint_table
@@ -49,9 +50,17 @@ n_restarts_ : int
 class SampleMeanCriterion(Criterion):
     """``J = (1/M) sum_j log [pbar_{k2}(x_m | S, c) / pbar_{k1}(x_m | S)]`` with arithmetic or geometric means.
 
-    State per (sample, candidate): the running sum over the 1-subsets of S of
-    ``p^(x_m | x_s, c)`` (k2 = 1) and of ``p^(x_m | x_s)`` (k1 = 1) or of ``p^(x_m | x_s, x_r)``
-    over the pairs of S (k1 = 2), as probabilities (AMD) or log-probabilities (GMD).
+    The numerator and the denominator enter J as separate sample means. A geometric mean is
+    linear in the log-probabilities, ``(1/M) sum_j log pbar = (1/|S|) sum_s (1/M) sum_j log
+    p^(x_m^j | x_s^j, ...)``, so GMD (and every order-0 term) keeps one running sum per
+    candidate and no per-sample state. An arithmetic mean (AMD) takes the logarithm after
+    the sum over S, so it needs, per (sample, candidate), the running sum of ``p^(x_m | x_s,
+    c)`` (k2 = 1), of ``p^(x_m | x_s)`` (k1 = 1) and of ``p^(x_m | x_s, x_r)`` over the pairs of
+    S (k1 = 2). That state (M x N values each) is kept when it fits ``memory_budget``;
+    otherwise the order-1 sums are recomputed at every step, candidate block by block, from
+    the conditional tables of the selected features (|S| gathers per step instead of one,
+    memory of one block), and the pair sum, which would need a table per pair, is refused
+    with the sizes involved.
     """
 
     name = "pda"
@@ -59,62 +68,109 @@ class SampleMeanCriterion(Criterion):
     def __init__(self, mean: str, k1: int, k2: int) -> None:
         self.mean, self.k1, self.k2 = mean, k1, k2
 
-    def _term(self, p: torch.Tensor) -> torch.Tensor:
-        return p if self.mean == "arithmetic" else p.log_()
-
-    def _avg(self, acc: torch.Tensor, n: int) -> torch.Tensor:
-        return torch.div(acc, n).log_() if self.mean == "arithmetic" else torch.div(acc, n)
-
-    @staticmethod
-    def _accumulate(acc: torch.Tensor | None, t: torch.Tensor) -> torch.Tensor:
-        return t if acc is None else acc.add_(t)
-
     def start(self, data: SelectionData) -> None:
         super().start(data)
+        self.arith = self.mean == "arithmetic"
         T = data.class_table
-        ok = data.complete
-        self.log_p_y = gather_conditional(T, data.codes, None, data.y, complete=ok).log_()  # log p^(x_m | c)
-        self.log_p = gather_conditional(T, data.codes, None, data.y, marginalize_b=True,
-                                        complete=ok).log_()  # log p^(x_m)
-        self.num = self.den = self.first = self.pairs = None
+        self.mean_log_p_y = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None))  # (N,) log p^(x_m | c)
+        self.mean_log_p = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None, marginal=True))
+        n_acc = self.arith * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
+        state = n_acc * data.codes.shape[0] * data.n_features * torch.finfo(data.dtype).bits // 8
+        self.stored = state <= get_config()["memory_budget"]
+        if self.arith and self.k1 == 2 and not self.stored:
+            raise ValueError(f"AMD^{{2,1}} keeps per-sample sums over the pairs of S ({state / 2**20:.1f} MiB for "
+                             f"{data.codes.shape[0]} samples x {data.n_features} features), above memory_budget="
+                             f"{get_config()['memory_budget'] / 2**20:.1f} MiB, and cannot recompute them within it; "
+                             "raise memory_budget with tensorprob.config_context or use k1 <= 1")
+        self.num = self.den = self.pairs = None  # per-sample (M, N) sums (AMD, stored) or (N,) log sums (GMD)
+        self.tables: list[tuple[torch.Tensor, int]] = []  # AMD recomputed: (table, feature) per selected one
         self.n_pairs = 0
+
+    def _gather(self, T: torch.Tensor, a: int, b: int, j: int | None, r: int | None = None,
+                marginal: bool = False) -> torch.Tensor:
+        """p^(x_c | x_j, c) (or with ``marginal`` p^(x_c | x_j); with r: p^(x_c | x_r, x_j)) for candidates a..b."""
+        d = self.data
+        first = d.codes[:, j] if r is None and j is not None else (None if r is None else d.codes[:, r])
+        second = d.y if r is None else d.codes[:, j]
+        return gather_conditional(T, d.codes[:, a:b], first, second, marginalize_b=marginal, complete=True)
+
+    def _block_means(self, block) -> torch.Tensor:
+        """(N,) of ``(1/M) sum_m log block(a, b)`` over candidate blocks (cache-sized temporaries)."""
+        d = self.data
+        out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
+        for a, b in self._ranges():
+            out[a:b] = block(a, b).log_().mean(0)
+        return out
+
+    def _ranges(self):
+        d = self.data
+        return chunk_ranges(d.n_features, d.codes.shape[0] * 3 * torch.finfo(d.dtype).bits // 8,
+                            block_budget(d.codes.device))
+
+    def _accumulate(self, name: str, T: torch.Tensor, j: int, r: int | None = None, marginal: bool = False) -> None:
+        """Add the term of feature j (pair {r, j}) to accumulator ``name``: per sample (AMD) or its log mean (GMD)."""
+        acc = getattr(self, name)
+        d = self.data
+        if self.arith:  # added block by block: no second (M, N) array
+            if acc is None:
+                acc = torch.zeros(d.codes.shape[0], d.n_features, dtype=d.dtype, device=d.codes.device)
+            for a, b in self._ranges():
+                acc[:, a:b] += self._gather(T[a:b], a, b, j, r, marginal)
+        else:
+            t = self._block_means(lambda a, b: self._gather(T[a:b], a, b, j, r, marginal))
+            acc = t if acc is None else acc.add_(t)
+        setattr(self, name, acc)
 
     def update(self, j: int) -> None:
         d = self.data
         if self.k2 == 1 or self.k1 >= 1:
             T = joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
-                            complete=d.complete)
-            if self.k2 == 1:
-                p = gather_conditional(T, d.codes, d.codes[:, j], d.y, complete=d.complete)
-                self.num = self._accumulate(self.num, self._term(p))
-            if self.k1 >= 1:
-                t = self._term(gather_conditional(T, d.codes, d.codes[:, j], d.y, marginalize_b=True,
-                                                  complete=d.complete))
-                self.den = self._accumulate(self.den, t)
+                            complete=True)
+            if self.arith and not self.stored:
+                self.tables.append((T, j))
+            else:
+                if self.k2 == 1:
+                    self._accumulate("num", T, j)
+                if self.k1 >= 1:
+                    self._accumulate("den", T, j, marginal=True)
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
-                T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card, dtype=d.dtype,
-                                complete=d.complete)
-                t = self._term(gather_conditional(T, d.codes, d.codes[:, r], d.codes[:, j], complete=d.complete))
-                self.pairs = self._accumulate(self.pairs, t)
+                T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
+                                dtype=d.dtype, complete=True)
+                self._accumulate("pairs", T, j, r)
                 self.n_pairs += 1
         super().update(j)
+
+    def _amd_block(self, name: str, a: int, b: int) -> torch.Tensor:
+        """Per-sample sums of accumulator ``name`` for candidates a..b: stored, or recomputed from the tables."""
+        if self.stored or name == "pairs":
+            return getattr(self, name)[:, a:b]
+        acc = None
+        for T, j in self.tables:
+            t = self._gather(T[a:b], a, b, j, marginal=name == "den")
+            acc = t if acc is None else acc.add_(t)
+        return acc
+
+    def _log_mean(self, name: str, a: int, b: int, n: int) -> torch.Tensor:
+        """(1/M) sum_m log pbar over candidates a..b for an accumulator of n terms."""
+        if self.arith:
+            return torch.div(self._amd_block(name, a, b), n).log_().mean(0)
+        return getattr(self, name)[a:b] / n
 
     def scores(self) -> torch.Tensor:
         """J of every candidate, in candidate blocks (cache-sized temporaries on the CPU)."""
         d = self.data
         n = len(self.selected)
         out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
-        M = d.codes.shape[0]
-        for a, b in chunk_ranges(d.n_features, M * out.element_size(), block_budget(out.device)):
-            log_num = self.log_p_y[:, a:b] if self.k2 == 0 else self._avg(self.num[:, a:b], n)
+        for a, b in self._ranges():
+            num = self.mean_log_p_y[a:b] if self.k2 == 0 else self._log_mean("num", a, b, n)
             if self.k1 == 0:
-                log_den = self.log_p[:, a:b]
+                den = self.mean_log_p[a:b]
             elif self.k1 == 1 or self.n_pairs == 0:
-                log_den = self._avg(self.den[:, a:b], n if self.k1 == 1 else 1)
+                den = self._log_mean("den", a, b, n if self.k1 == 1 else 1)
             else:
-                log_den = self._avg(self.pairs[:, a:b], self.n_pairs)
-            out[a:b] = (log_num - log_den).mean(0)
+                den = self._log_mean("pairs", a, b, self.n_pairs)
+            out[a:b] = num - den
         return out / d.log_base
 
 
