@@ -36,7 +36,7 @@ def test_incidence_gather_sum_matches_csr_reference(M, N, card, P, missing, devi
     codes = torch.randint(0, card, (M, N), generator=g)
     codes[torch.rand(M, N, generator=g) < missing] = -1
     cards = torch.full((N,), card)
-    inc = Incidence.build(codes.to(dev), cards.to(dev), dtype)
+    inc = Incidence(codes.to(dev), cards.to(dev), dtype)
     (start, stop, S, _), = inc.chunks()
     log_A = torch.log(torch.rand(N * card, P, generator=g, dtype=torch.float64)).to(dtype).to(dev)
     ref = incidence_matmul_reference(S, log_A)

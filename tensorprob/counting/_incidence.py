@@ -164,12 +164,6 @@ class Incidence:
             self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
         self._flat_t: dict = {}
 
-    @classmethod
-    def build(cls, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> Incidence:
-        """Build S for ``codes``, chunked so a chunk's dense work fits the memory budget (see the class)."""
-        return cls(codes, cardinalities, dtype, bytes_per_row, dtype_t)
-
     @property
     def cached(self) -> bool:
         """Whether the CSR chunks are kept between passes (they fit the memory budget)."""

@@ -47,7 +47,7 @@ class EMData:
     @classmethod
     def build(cls, rows: torch.Tensor, cards: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype,
               bytes_per_row: int) -> EMData:
-        inc = Incidence.build(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
+        inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=rows.device), cards.to(rows.device))
         return cls(rows, cards.to(rows.device), weights, inc, var)
 

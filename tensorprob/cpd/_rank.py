@@ -147,7 +147,7 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
     fold = torch.arange(B, device=device) % cv
     Wv = W_val[:, fold]  # (M', B)
     wrong = torch.zeros(B, dtype=torch.float64, device=device)
-    inc = Incidence.build(features, cards, dtype, bytes_per_row=B * Fmax * 8 * 4 + B * int(cards[target]) * 8)
+    inc = Incidence(features, cards, dtype, bytes_per_row=B * Fmax * 8 * 4 + B * int(cards[target]) * 8)
     for start, stop, S, _ in inc.chunks(False):
         L = (S @ log_A.reshape(D, B * Fmax)).view(stop - start, B, Fmax).to(torch.float64) + log_lam[None]
         post = torch.softmax(L, dim=2)

