@@ -4,9 +4,8 @@ Data: scikit-learn's wine, 5 equal-width bins per feature (``tensorprob.encode``
 must be identical. Which peer function has which definition is read from the peers' source (see
 ``benchmarks/bench_peers.py``): skfeature's wrappers return ranks and its ``MRMR`` / ``JMI`` use fixed
 coefficients, so skfeature is an oracle only through ``LCSI.lcsi`` with explicit (beta, gamma); ITMO_FS
-follows Brown et al. (2012) for MIM, mRMR, JMI and CMIM. (``fstoolbox`` 0.0.2 is not used: its ctypes
-wrapper passes the row pointers of a C-ordered matrix where FEAST expects one array per feature, and returned
-[0, 1, ..., k-1] on wine.)
+follows Brown et al. (2012) for MIM, mRMR, JMI and CMIM. FEAST (``fstoolbox``) has a file of its own,
+``tests/test_feast.py``, which also says how its wrapper must be called (its ``disc*`` functions are broken).
 """
 import subprocess
 import sys
