@@ -178,3 +178,33 @@ def test_encoder_rejects_complex_and_sparse_input():
     with pytest.raises(TypeError, match="sparse input"):
         tp.Encoder().fit(sp.csr_matrix(np.eye(3)))
 
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch):
+    # the vectorized path for 2-D integer arrays (one presence table, no per-column sort) gives
+    # the codes, categories and kinds of the per-column path: gaps, negative values, wide and
+    # too-many-category columns (left to the general path), unsigned and narrow dtypes, order
+    from tensorprob.encoding import _encode
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-3, 7, (500, 9))
+    X[:, 1] *= 3  # gaps between the values
+    X[:, 2] = np.arange(500)  # more than max_categories values: discretized
+    X[:, 4] = 2**40 + X[:, 4]  # far from 0, small range
+    X[:, 5] = 2**40 * X[:, 5]  # wide range: general path
+    X = [X, np.abs(X[:, [0, 1, 3, 6]]).astype(np.uint16), (X[:, [0, 1, 3]] % 50).astype(np.int8),
+         np.asfortranarray(X), X[:, [0, 3, 6, 7, 8]] - X[:, [0, 3, 6, 7, 8]].min(0), X[::2, ::-1]][seed]
+    before = X.copy()
+    fast = tp.Encoder(discretizer="uniform")
+    codes = fast.fit_transform(X)
+    np.testing.assert_array_equal(X, before)  # the caller's data is untouched
+    monkeypatch.setattr(_encode, "_small_int_array", lambda *a: None)
+    slow = tp.Encoder(discretizer="uniform")
+    ref = slow.fit_transform(X)
+    assert codes.dtype == ref.dtype
+    np.testing.assert_array_equal(codes, ref)
+    assert fast.kinds_ == slow.kinds_
+    for a, b in zip(fast.categories_, slow.categories_):
+        assert (a is None and b is None) or np.array_equal(a, b)
+    np.testing.assert_array_equal(fast.transform(X), codes)
