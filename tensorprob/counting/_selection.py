@@ -15,7 +15,8 @@ class SelectionData:
     Parameters
     ----------
     codes : torch.Tensor of shape (M, N), int
-        Feature codes ``0 .. I_n - 1``; -1 marks a missing entry.
+        Feature codes ``0 .. I_n - 1``; -1 marks a missing entry. Kept feature-major (a
+        transposed view of an (N, M) tensor; copied into that layout if needed).
     max_card : int
         Largest cardinality of the features: every table is padded to it.
     y : torch.Tensor of shape (M,), int64
@@ -46,6 +47,13 @@ class SelectionData:
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
     _complete: bool | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # held feature-major (a transposed view of (N, M) memory): every table counts blocks
+        # of candidates, and a block is then one contiguous slab instead of a strided read
+        # of every row
+        if self.codes.ndim == 2 and self.codes.shape[1] > 1 and self.codes.stride(0) != 1:
+            self.codes = self.codes.T.contiguous().T
 
     @property
     def complete(self) -> bool:

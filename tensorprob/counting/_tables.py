@@ -110,16 +110,23 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     complete = _complete(codes, ab_ok) if complete is None else complete
     w = None if weights is None else weights.to(dtype)
     out = torch.empty(n, per, dtype=dtype, device=dev)
+    # feature-major codes (a transposed view, as SelectionData holds them): a block of
+    # candidates is one contiguous slab, read in (candidate, sample) order
+    fm = n > 1 and M > 1 and codes.stride(0) == 1
     for s, e in blocks:
-        c = codes[:, s:e]
         g = e - s
-        # a fresh row-major copy: the in-place ops below must never touch the caller's codes
-        idx = c.to(itype, memory_format=torch.contiguous_format, copy=True).mul_(card_a * card_b).add_(ab[:, None])
-        idx.add_((torch.arange(g, dtype=itype, device=dev) * per)[None, :])
+        c = codes[:, s:e].T if fm else codes[:, s:e]  # (g, M) contiguous, or (M, g)
+        # a fresh copy: the in-place ops below must never touch the caller's codes
+        idx = c.to(itype, memory_format=torch.contiguous_format, copy=True).mul_(card_a * card_b)
+        cand = torch.arange(g, dtype=itype, device=dev) * per
+        if fm:
+            idx.add_(ab[None, :]).add_(cand[:, None])
+        else:
+            idx.add_(ab[:, None]).add_(cand[None, :])
         nbins = g * per
         if not complete:
-            idx.masked_fill_((c < 0) | ~ab_ok[:, None], nbins)  # the discarded bin
-        vals = None if w is None else w[:, None].expand(M, g).reshape(-1)
+            idx.masked_fill_((c < 0) | (~ab_ok[None, :] if fm else ~ab_ok[:, None]), nbins)  # the discarded bin
+        vals = None if w is None else (w[None, :].expand(g, M) if fm else w[:, None].expand(M, g)).reshape(-1)
         out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype)[:nbins].view(g, per)
     return out.view(n, card, card_a, card_b)
 
