@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._config import get_config
 from ._tables import TableInformation, _complete, joint_table, table_information
 
 
@@ -47,6 +48,8 @@ class SelectionData:
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
     _complete: bool | None = field(default=None, init=False, repr=False)
+    _all_pairs: bool = field(default=False, init=False, repr=False)
+    _pairs: TableInformation | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # held feature-major (a transposed view of (N, M) memory): every table counts blocks
@@ -102,6 +105,25 @@ class SelectionData:
             self._relevance = table_information(self.class_table, n_rows=self.n_rows).mi_x_b / self.log_base
         return self._relevance
 
+    def plan(self, k: int) -> None:
+        """Tell the data that a greedy run will read the pair tables of ``k - 1`` picks.
+
+        When the features are few (at most 128) and the run reads the pairs of at least half
+        of them, every (candidate, feature, class) table is counted in one pass and their
+        quantities computed in one batch: a greedy step then costs a few slices instead of a
+        counting pass and some thirty small tensor operations (what dominates on small data).
+        The values are those of the per-step path: the same counts, and each table's
+        quantities from the same float64 operations.
+
+        Parameters
+        ----------
+        k : int
+            Number of features the run selects.
+        """
+        N, M = self.n_features, int(self.codes.shape[0])
+        fits = M * N * N * 8 <= get_config()["memory_budget"]
+        self._all_pairs = N <= 128 and 2 * (k - 1) >= N and fits
+
     def pair_information(self, j: int) -> TableInformation:
         """Plug-in quantities of every candidate x against (a = x_j, b = class), divided by ``log_base``.
 
@@ -116,6 +138,31 @@ class SelectionData:
             The quantities of the (x, x_j, class) tables of all N candidates, each computed
             when first read.
         """
+        if self._all_pairs:
+            if self._pairs is None:
+                self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)
+            return _Rows(self._pairs, slice(j * self.n_features, (j + 1) * self.n_features))
         T = joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y, self.n_classes,
                         dtype=self.dtype, complete=self.complete)
         return table_information(T, self.log_base, self.n_rows)  # quantities computed when first read
+
+    def _all_pair_tables(self) -> torch.Tensor:
+        """(x_c, x_j, class) tables of every (j, c), j-major: (N * N, I, I, n_classes), one counting pass."""
+        N, I = self.n_features, self.max_card
+        ct = self.codes.T.to(torch.int32)  # (N, M)
+        pair = ct[None, :, :] * I + ct[:, None, :]  # (j, c, M): x_c * I + x_j
+        if not self.complete:
+            pair.masked_fill_((ct[None, :, :] < 0) | (ct[:, None, :] < 0), -1)
+        T = joint_table(pair.view(N * N, -1).T, I * I, None, 1, self.y, self.n_classes, dtype=self.dtype,
+                        complete=self.complete)
+        return T.view(N * N, I, I, self.n_classes)
+
+
+class _Rows:
+    """The rows ``index`` of every quantity of a :class:`TableInformation` (read as attributes)."""
+
+    def __init__(self, info: TableInformation, index: slice) -> None:
+        self._info, self._index = info, index
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        return getattr(self._info, name)[self._index]

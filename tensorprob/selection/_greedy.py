@@ -132,6 +132,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     scores : list of float
         Criterion value of each pick.
     """
+    data.plan(k)
     criterion.start(data)
     N = data.n_features
     available = torch.ones(N, dtype=torch.bool, device=data.codes.device)

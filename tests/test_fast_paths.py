@@ -1,0 +1,65 @@
+"""Fast paths equal the general ones: all-pairs counting on small data, feature-major counting."""
+import numpy as np
+import pytest
+import torch
+
+import tensorprob as tp
+from tensorprob.counting import SelectionData, joint_table
+from tensorprob.selection import get_selector
+
+_CLASSIC = ["mim", "mifs", "mrmr", "cife", "jmi", "cmim", "jmim", "disr", "icap", "mri", "rmrmr"]
+
+
+def _data(missing: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, (400, 14))
+    X[:, 5] = X[:, 2]  # an exact duplicate: ties
+    y = (X[:, 0] + X[:, 3] * X[:, 7] + rng.integers(0, 2, 400)) % 3
+    if missing:
+        X = X.astype(float)
+        X[rng.random(X.shape) < missing] = np.nan
+    return X, y
+
+
+@pytest.mark.parametrize("method", _CLASSIC)
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_all_pairs_path_equals_the_per_step_path(method, missing, monkeypatch, device, dtype):
+    # k = N: the run plans the all-pairs pass; with plan() disabled every step counts its own tables
+    X, y = _data(missing)
+    kw = dict(k=14, device=device, dtype=dtype)
+    if missing:
+        kw["discretizer"] = None  # integral floats with NaN: categories
+    fast = get_selector(method)(**kw).fit(X, y)
+    monkeypatch.setattr(SelectionData, "plan", lambda self, k: None)
+    slow = get_selector(method)(**kw).fit(X, y)
+    np.testing.assert_array_equal(fast.selected_, slow.selected_)
+    np.testing.assert_array_equal(fast.scores_, slow.scores_)  # the same float64 operations per table
+
+
+def test_all_pairs_are_planned_only_when_they_pay_off():
+    codes = torch.randint(0, 3, (50, 20))
+    d = SelectionData(codes, 3, codes[:, 0], 3)
+    d.plan(5)  # 4 pair reads of 20 features: per step
+    assert not d._all_pairs
+    d.plan(15)
+    assert d._all_pairs
+    with tp.config_context(memory_budget=2**16):  # 50 x 20 x 20 x 8 bytes > 64 KiB
+        d.plan(15)
+    assert not d._all_pairs
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_feature_major_codes_count_as_row_major_ones(weighted):
+    g = torch.Generator().manual_seed(0)
+    codes = torch.randint(-1, 4, (300, 17), generator=g)
+    a, b = torch.randint(0, 3, (300,), generator=g), torch.randint(-1, 2, (300,), generator=g)
+    w = torch.rand(300, generator=g, dtype=torch.float64) if weighted else None
+    ref = joint_table(codes.contiguous(), 4, a, 3, b, 2, weights=w)
+    fm = codes.T.contiguous().T
+    assert fm.stride(0) == 1
+    got = joint_table(fm, 4, a, 3, b, 2, weights=w)
+    if weighted:  # the weights are summed in another order
+        torch.testing.assert_close(got, ref, rtol=1e-13, atol=1e-13)
+    else:
+        assert torch.equal(got, ref)
+    assert torch.equal(codes, fm)  # the caller's codes are untouched
