@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from .._config import get_config
+from .._device import chunk_rows
 from .._docstrings import fill_doc
 from ._discretize import Discretizer
 
@@ -318,7 +319,8 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     out_t = torch.from_numpy(codes)
     if R - 1 > torch.iinfo(out_t.dtype).max:
         return None
-    step = max(1, (1 << 22) // N)
+    # rows per block: the int64 temporaries of a block (two per entry) within the memory budget
+    step = chunk_rows(16 * N, X.shape[0], min(get_config()["memory_budget"], 32 * 2**20))
     # pass 1: x - min into the (narrow) code array; pass 2: which values occur, counted on
     # the narrow codes (8x less to read than int64 data)
     for a in range(0, X.shape[0], step):
