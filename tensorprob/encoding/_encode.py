@@ -336,8 +336,9 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         lut = (torch.cumsum(present.to(torch.int64), 1) - 1).to(out_t.dtype).view(-1)
         for a in range(0, X.shape[0], step):
             out_t[a:a + step] = lut[out_t[a:a + step].to(torch.int64) + col_base]
-    cats = [(torch.nonzero(present[j])[:, 0] + lo[j]).numpy().astype(X.dtype) for j in range(N)]
-    return [c if bool(ok[j]) else None for j, c in enumerate(cats)]
+    col, val = np.nonzero(present.numpy())  # row-major: the values of each column, sorted
+    cats = np.split((val + lo.numpy()[col]).astype(X.dtype), np.cumsum(counts.numpy())[:-1])
+    return [c if keep else None for c, keep in zip(cats, ok.tolist())]
 
 
 def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:
