@@ -321,14 +321,14 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         return None
     # rows per block: the int64 temporaries of a block (two per entry) within the memory budget
     step = chunk_rows(16 * N, X.shape[0], min(get_config()["memory_budget"], 32 * 2**20))
-    # pass 1: x - min into the (narrow) code array; pass 2: which values occur, counted on
-    # the narrow codes (8x less to read than int64 data)
-    for a in range(0, X.shape[0], step):
-        out_t[a:a + step] = Xt[a:a + step] - lo
+    # one pass per block: (column, x - min) as a flat index, counted, and written narrow as x - min
     col_base = (torch.arange(N, dtype=torch.int64) * R)[None, :]
+    base = lo[None, :] - col_base
     hits = torch.zeros(N * R, dtype=torch.int64)
     for a in range(0, X.shape[0], step):
-        hits += torch.bincount((out_t[a:a + step].to(torch.int64) + col_base).view(-1), minlength=N * R)
+        flat = Xt[a:a + step] - base
+        hits += torch.bincount(flat.reshape(-1), minlength=N * R)
+        out_t[a:a + step] = flat.sub_(col_base)
     present = (hits > 0).view(N, R)
     counts = present.sum(1)
     ok = counts <= limit
@@ -337,8 +337,9 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         for a in range(0, X.shape[0], step):
             out_t[a:a + step] = lut[out_t[a:a + step].to(torch.int64) + col_base]
     col, val = np.nonzero(present.numpy())  # row-major: the values of each column, sorted
-    cats = np.split((val + lo.numpy()[col]).astype(X.dtype), np.cumsum(counts.numpy())[:-1])
-    return [c if keep else None for c, keep in zip(cats, ok.tolist())]
+    values = (val + lo.numpy()[col]).astype(X.dtype)
+    ends = np.cumsum(counts.numpy()).tolist()
+    return [values[e - c:e] if keep else None for e, c, keep in zip(ends, counts.tolist(), ok.tolist())]
 
 
 def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:
