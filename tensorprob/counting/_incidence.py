@@ -33,14 +33,6 @@ def offsets_of(cardinalities: torch.Tensor) -> torch.Tensor:
     return torch.cumsum(card, 0) - card
 
 
-def compact_dtype(max_card: int) -> torch.dtype:
-    """Smallest signed integer dtype holding the codes ``-1 .. max_card - 1``."""
-    for dt in (torch.int8, torch.int16, torch.int32):
-        if max_card - 1 <= torch.iinfo(dt).max:
-            return dt
-    return torch.int64
-
-
 def _row_keys(codes: torch.Tensor) -> torch.Tensor:
     """Rows packed into as few nonnegative int64 words as their values allow, order-preserving.
 
@@ -246,13 +238,14 @@ def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: tor
     n, N = block.shape
     obs = block >= 0
     complete = bool(obs.all())
-    col = block.reshape(-1) if complete else block[obs]
-    del obs
     if complete:
+        col = block.reshape(-1)
         crow = torch.arange(0, n * N + 1, max(N, 1), dtype=itype, device=device)[: n + 1]
     else:
+        col = block[obs]
         crow = torch.zeros(n + 1, dtype=itype, device=device)
-        crow[1:] = torch.cumsum((block >= 0).sum(1), 0)
+        crow[1:] = torch.cumsum(obs.sum(1), 0)
+    del obs
     val = torch.ones(1, dtype=dtype, device=device).expand(col.numel()).contiguous()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "sparse CSR support is in beta"

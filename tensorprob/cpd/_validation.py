@@ -11,9 +11,8 @@ import torch
 from .._config import get_config
 from .._device import to_numpy
 from ..counting import unique_rows
-from ..counting._incidence import compact_dtype
 from ..encoding import Encoded, encode
-from ..encoding._encode import check_classification_target
+from ..encoding._encode import _compact, _compact_dtype, check_classification_target
 
 
 @dataclass
@@ -130,18 +129,12 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
         if classes.size > limit:
             raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
         cards = np.concatenate([cards, [classes.size]])
-        dt = _compact_np(cards)
+        dt = _compact_dtype(cards)
         codes = np.concatenate([codes.astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
         names = list(names) + ["y"]
         target = codes.shape[1] - 1
     cards = np.asarray(cards, dtype=np.int64)
-    codes = codes.astype(_compact_np(cards), copy=False)
-    return PreparedData(codes, cards, list(names), target, classes, encoder)
-
-
-def _compact_np(cards: np.ndarray) -> np.dtype:
-    """Smallest signed NumPy integer dtype holding codes ``-1 .. max(cards) - 1``."""
-    return np.dtype(str(compact_dtype(int(cards.max()) if cards.size else 1)).removeprefix("torch."))
+    return PreparedData(_compact(codes, cards), cards, list(names), target, classes, encoder)
 
 
 def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:

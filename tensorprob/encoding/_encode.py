@@ -761,13 +761,18 @@ def _check_sparse(est: Any, X: Any) -> None:
         raise TypeError(f"{type(est).__name__} does not accept sparse input: pass a dense array (X.toarray())")
 
 
-def _compact(codes: np.ndarray, cards: np.ndarray) -> np.ndarray:
-    """Store codes in the smallest signed integer dtype that holds every cardinality."""
-    top = int(cards.max()) if cards.size else 1
+def _compact_dtype(cards: np.ndarray) -> np.dtype:
+    """Smallest signed integer dtype that holds every cardinality (so every code and -1)."""
+    top = int(np.max(cards)) if np.size(cards) else 1
     for dt in (np.int8, np.int16, np.int32):
         if top <= np.iinfo(dt).max:
-            return codes.astype(dt)
-    return codes
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+def _compact(codes: np.ndarray, cards: np.ndarray) -> np.ndarray:
+    """Codes in :func:`_compact_dtype` (no copy when they already are)."""
+    return codes.astype(_compact_dtype(cards), copy=False)
 
 
 class Encoded(NamedTuple):

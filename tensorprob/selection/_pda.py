@@ -72,8 +72,10 @@ class SampleMeanCriterion(Criterion):
         super().start(data)
         self.arith = self.mean == "arithmetic"
         T = data.class_table
-        self.mean_log_p_y = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None))  # (N,) log p^(x_m | c)
-        self.mean_log_p = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None, marginal=True))
+        # the order-0 terms, where the criterion has them: (N,) means of log p^(x_m | c) and log p^(x_m)
+        self.mean_log_p_y = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None)) if self.k2 == 0 else None
+        self.mean_log_p = (self._block_means(lambda a, b: self._gather(T[a:b], a, b, None, marginal=True))
+                           if self.k1 == 0 else None)
         n_acc = self.arith * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
         state = n_acc * data.codes.shape[0] * data.n_features * torch.finfo(data.dtype).bits // 8
         self.stored = state <= get_config()["memory_budget"]
