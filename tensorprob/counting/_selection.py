@@ -28,6 +28,10 @@ class SelectionData:
         Working dtype of the counts and per-sample quantities.
     log_base : float, default=1.0
         Divisor of the information quantities: 1 for nats, ``log 2`` for bits.
+    weights : torch.Tensor of shape (M,), optional
+        Row weights (frequency weights when integral: a weight of 2 counts the row twice, 0
+        leaves it out). Every table is a weighted count, and with missing entries the observed
+        fraction is taken of the total weight. None: every row counts once.
 
     Examples
     --------
@@ -45,11 +49,13 @@ class SelectionData:
     n_classes: int
     dtype: torch.dtype = torch.float64
     log_base: float = 1.0
+    weights: torch.Tensor | None = None
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
     _complete: bool | None = field(default=None, init=False, repr=False)
     _all_pairs: bool = field(default=False, init=False, repr=False)
     _pairs: TableInformation | None = field(default=None, init=False, repr=False)
+    _batch: object | None = field(default=None, init=False, repr=False)  # the BatchedSelectionData of a member
 
     def __post_init__(self) -> None:
         # held feature-major (a transposed view of (N, M) memory): every table counts blocks
@@ -67,8 +73,10 @@ class SelectionData:
 
     @property
     def n_rows(self) -> int | None:
-        """Rows M of the data when some entry is missing (the observed-fraction weighting); None if complete."""
-        return None if self.complete else int(self.codes.shape[0])
+        """Rows M (or their total weight) when some entry is missing (the observed-fraction weighting); None if complete."""
+        if self.complete:
+            return None
+        return int(self.codes.shape[0]) if self.weights is None else float(self.weights.to(torch.float64).sum())
 
     @property
     def unobserved(self) -> torch.Tensor | None:
@@ -91,7 +99,7 @@ class SelectionData:
         """Counts of (x_m, class) for every feature: (N, max_card, 1, n_classes)."""
         if self._class_table is None:
             self._class_table = joint_table(self.codes, self.max_card, None, 1, self.y, self.n_classes,
-                                            dtype=self.dtype, complete=self.complete)
+                                            weights=self.weights, dtype=self.dtype, complete=self.complete)
         return self._class_table
 
     @property
@@ -138,12 +146,16 @@ class SelectionData:
             The quantities of the (x, x_j, class) tables of all N candidates, each computed
             when first read.
         """
+        if self._batch is not None:  # a member of a batch: its tables come from the batch's shared pass
+            cached = self._batch.pair_tables(self, j)
+            if cached is not None:
+                return table_information(cached, self.log_base, self.n_rows)
         if self._all_pairs:
             if self._pairs is None:
                 self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)
             return _Rows(self._pairs, slice(j * self.n_features, (j + 1) * self.n_features))
         T = joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y, self.n_classes,
-                        dtype=self.dtype, complete=self.complete)
+                        weights=self.weights, dtype=self.dtype, complete=self.complete)
         return table_information(T, self.log_base, self.n_rows)  # quantities computed when first read
 
     def _all_pair_tables(self) -> torch.Tensor:
@@ -153,8 +165,8 @@ class SelectionData:
         pair = ct[None, :, :] * I + ct[:, None, :]  # (j, c, M): x_c * I + x_j
         if not self.complete:
             pair.masked_fill_((ct[None, :, :] < 0) | (ct[:, None, :] < 0), -1)
-        T = joint_table(pair.view(N * N, -1).T, I * I, None, 1, self.y, self.n_classes, dtype=self.dtype,
-                        complete=self.complete)
+        T = joint_table(pair.view(N * N, -1).T, I * I, None, 1, self.y, self.n_classes, weights=self.weights,
+                        dtype=self.dtype, complete=self.complete)
         return T.view(N * N, I, I, self.n_classes)
 
 

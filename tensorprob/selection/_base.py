@@ -51,6 +51,10 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
 
     method_name: ClassVar[str | None] = None
     method_aliases: ClassVar[tuple[str, ...]] = ()
+    #: True where the method weights its statistics itself (the count-based criteria: weighted
+    #: counts, and a batch of weight vectors counted together); otherwise a weight vector is
+    #: applied by repeating each row as many times as its (integral) weight.
+    _native_weights: ClassVar[bool] = False
 
     _parameter_constraints: ClassVar[dict] = {
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"all"})],
@@ -100,6 +104,55 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         n_features = (X.codes if isinstance(X, Encoded) else X).shape[1]
         return X, y_codes, self._resolve_k(int(n_features))
 
+    def _check_weights(self, sample_weight: Any, resamples: Any, n_samples: int) -> np.ndarray | None:
+        """The row weights as float64 (n_samples, B), or None; sets ``n_selections_`` for ``resamples``.
+
+        ``sample_weight`` (n_samples,) weighs one selection; ``resamples`` (n_samples, B) asks
+        for B of them; given both, member b weighs row m by their product.
+
+        Raises
+        ------
+        ValueError
+            Weights that are not numeric, of the wrong shape or length, negative, NaN or
+            infinite; a weight vector whose weights are all zero; or, for a method that
+            applies weights by repeating rows, a weight that is not an integer.
+        """
+        if hasattr(self, "n_selections_"):
+            del self.n_selections_
+        if sample_weight is None and resamples is None:
+            return None
+        W = None
+        for label, value, ndim in (("sample_weight", sample_weight, 1), ("resamples", resamples, 2)):
+            if value is None:
+                continue
+            a = np.asarray(value)
+            if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+                raise ValueError(f"{label} must be numeric, got dtype {a.dtype}")
+            shape = "(n_samples,)" if ndim == 1 else "(n_samples, B)"
+            if a.ndim != ndim:
+                hint = " (for several selections at once pass resamples=W of shape (n_samples, B))" if ndim == 1 else ""
+                raise ValueError(f"{label} must have shape {shape}, got shape {a.shape}{hint}")
+            if a.shape[0] != n_samples:
+                raise ValueError(f"{label} has {a.shape[0]} rows but X has {n_samples} samples")
+            a = a.astype(np.float64).reshape(n_samples, -1)
+            if a.shape[1] == 0:
+                raise ValueError("resamples of shape (n_samples, 0): pass at least one weight vector")
+            if not np.isfinite(a).all():
+                raise ValueError(f"{label} contains NaN or infinite values")
+            if (a < 0).any():
+                raise ValueError(f"{label} must be nonnegative (a weight of 0 leaves the row out)")
+            W = a if W is None else W * a
+        if resamples is not None:
+            self.n_selections_ = int(W.shape[1])
+        empty = np.flatnonzero(W.sum(0) == 0)
+        if empty.size:
+            which = "sample_weight" if resamples is None else f"weight vector(s) {empty[:5].tolist()}"
+            raise ValueError(f"{which}: all weights are zero, nothing to select from")
+        if not self._native_weights and (W != np.round(W)).any():
+            raise ValueError(f"{type(self).__name__} applies sample weights as frequency weights (each row "
+                             "repeated as many times as its weight): they must be integers")
+        return W
+
     def _resolve_k(self, n_features: int) -> int | None:
         if self.k == "all":
             return n_features
@@ -114,13 +167,37 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         return device, resolve_dtype(self.dtype, device)
 
     @abstractmethod
-    def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
+    def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         """Validate, run the method; return (selected, scores). Implemented by the two bases."""
+
+    @staticmethod
+    def _repeated_rows(w: np.ndarray) -> np.ndarray:
+        """Row indices with each row repeated ``w[m]`` (integral) times, in row order."""
+        return np.repeat(np.arange(w.shape[0]), w.astype(np.int64))
+
+    def _each_weight(self, W: np.ndarray, run) -> tuple[Any, Any]:
+        """``run(rows)`` on the repeated rows of each weight vector; (B, k) results when 2-D weights were given."""
+        results = [run(self._repeated_rows(W[:, b])) for b in range(W.shape[1])]
+        return self._stack([r[0] for r in results], [r[1] for r in results])
+
+    def _stack(self, selected: list, scores: list) -> tuple[Any, Any]:
+        """One selection as it is; a batch (``n_selections_`` set) as (B, k) arrays."""
+        if not hasattr(self, "n_selections_"):
+            return selected[0], scores[0]
+        lengths = {len(s) for s in selected}
+        if len(lengths) > 1:  # a method with its own stopping rule (k="auto") may stop at different sizes
+            width = max(lengths)
+            sel = np.full((len(selected), width), -1, dtype=np.int64)
+            val = np.full((len(selected), width), np.nan)
+            for b, (s, v) in enumerate(zip(selected, scores)):
+                sel[b, : len(s)], val[b, : len(v)] = s, v
+            return sel, val
+        return np.asarray(selected, dtype=np.int64), np.asarray(scores, dtype=np.float64)
 
     # ------------------------------------------------------------------ estimator API
     @fill_doc
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any) -> _BaseSelector:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> _BaseSelector:
         """Select features of ``X`` for the class labels ``y``.
 
         Parameters
@@ -129,6 +206,27 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             Selectors on real values (HOFS, GMI) need finite floats instead.
         %(y_labels)s
             At least two classes.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights; integers are frequency weights (a row of weight 2 counts as two
+            copies, a weight of 0 leaves the row out). Count-based selectors take any
+            nonnegative weights (weighted counts); the others apply them by repeating rows, so
+            they must be integers.
+        resamples : array-like of shape (n_samples, B), optional
+            A batch of B weight vectors (cross-validation fold masks, bootstrap counts,
+            Poisson weights), the same kind of weights as ``sample_weight`` (multiplied by it
+            when both are given): B selections, one per column, returned as ``selected_`` and
+            ``scores_`` of shape (B, k) (``n_selections_ = B``). Column b gives what
+            ``fit(X, y, sample_weight=resamples[:, b])`` gives. The count-based criteria
+            advance the B selections together and count all their tables of a step in one
+            pass; the other methods run one selection per column (see
+            :func:`tensorprob.stability_selection`).
+
+        Notes
+        -----
+        With weights, the encoding (categories, bin edges) is still learned from all rows of
+        ``X``, so that every weight vector of a batch sees the same codes; a supervised
+        discretizer (``discretizer="mdl"``) is refused, since it would learn its cut points
+        from the labels of rows the weights leave out.
 
         Returns
         -------
@@ -136,7 +234,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             The fitted selector (``selected_``, ``scores_``; ``transform`` keeps the selected
             columns).
         """
-        selected, scores = self._fit(X, y)
+        selected, scores = self._fit(X, y, sample_weight, resamples)
         self.selected_ = np.asarray(selected, dtype=np.int64)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         return self
@@ -160,6 +258,10 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self, "selected_")
+        if np.ndim(self.selected_) != 1:
+            raise ValueError(f"this selector was fitted with resamples of {len(self.selected_)} weight vectors and holds one "
+                             "selection per vector in selected_ (B, k): transform and get_support need a single "
+                             "selection (fit without resamples)")
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[self.selected_] = True
         return mask
@@ -223,8 +325,13 @@ class CodedSelector(_BaseSelector):
         return SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
                              torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base)
 
-    def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
+    def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
+        W = self._check_weights(sample_weight, resamples, len(y_codes))
+        if W is not None and self.discretizer == "mdl" and not isinstance(X, Encoded):
+            raise ValueError(f"{type(self).__name__}: discretizer='mdl' learns its cut points from the labels of all "
+                             "rows, including those the sample weights leave out; discretize per weight vector "
+                             "(or pass tp.Encoded codes) instead")
         names = np.asarray([str(c) for c in X.columns], dtype=object) if hasattr(X, "columns") else None
         self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins,
                                 missing_values=getattr(self, "missing_values", None))
@@ -235,8 +342,20 @@ class CodedSelector(_BaseSelector):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         device, dtype = self._device_dtype()
+        cards, n_classes = self.encoder_.cardinalities_, int(self.classes_.size)
         # codes stay in the encoder's compact dtype (int8 for up to 127 values): 8x less to hold and to read
-        return self._select(codes, self.encoder_.cardinalities_, y_codes, int(self.classes_.size), k, device, dtype)
+        if W is None:
+            return self._select(codes, cards, y_codes, n_classes, k, device, dtype)
+        if self._native_weights:
+            selected, scores = self._select_weighted(codes, cards, y_codes, n_classes, k, device, dtype, W)
+            return self._stack(selected, scores)
+        return self._each_weight(W, lambda rows: self._select(codes[rows], cards, y_codes[rows], n_classes, k,
+                                                              device, dtype))
+
+    def _select_weighted(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
+                         device: torch.device, dtype: torch.dtype, W: np.ndarray) -> tuple[list, list]:
+        """B weighted selections (lists of B picks and scores); only where ``_native_weights``."""
+        raise NotImplementedError
 
     @abstractmethod
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
@@ -271,6 +390,22 @@ class GreedySelector(CodedSelector):
         data = self._selection_data(codes, cards, y, n_classes, device, dtype)
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
 
+    def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
+        from ..counting._batched import BatchedSelectionData
+        from ._greedy import greedy_forward, greedy_forward_batched
+
+        k = codes.shape[1] if k is None else k
+        Wt = torch.as_tensor(W, dtype=torch.float64, device=device)
+        if W.shape[1] == 1:  # one weighted selection: the single-run path with weighted counts
+            data = self._selection_data(codes, cards, y, n_classes, device, dtype)
+            data.weights = Wt[:, 0]
+            sel, val = greedy_forward(self._criterion(), data, k)
+            return [sel], [val]
+        batch = BatchedSelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
+                                     torch.as_tensor(y, device=device), n_classes, Wt, dtype=dtype,
+                                     log_base=self._log_base)
+        return greedy_forward_batched([self._criterion() for _ in range(W.shape[1])], batch, k)
+
 
 @fill_doc(**SELECTOR_FRAGMENTS)
 class RealSelector(_BaseSelector):
@@ -288,10 +423,14 @@ class RealSelector(_BaseSelector):
     def _check_X(self, X: Any) -> np.ndarray:
         return validate_data(self, X, dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
 
-    def _fit(self, X: Any, y: Any) -> tuple[Any, Any]:
+    def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
+        W = self._check_weights(sample_weight, resamples, len(y_codes))
         device, dtype = self._device_dtype()
-        return self._select_real(X, y_codes, int(self.classes_.size), k, device, dtype)
+        n_classes = int(self.classes_.size)
+        if W is None:
+            return self._select_real(X, y_codes, n_classes, k, device, dtype)
+        return self._each_weight(W, lambda rows: self._select_real(X[rows], y_codes[rows], n_classes, k, device, dtype))
 
     @abstractmethod
     def _select_real(self, X: np.ndarray, y: np.ndarray, n_classes: int, k: int, device: torch.device,

@@ -175,7 +175,8 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor, cand: torch.Tensor, sel
         pair = xc.mul_(I).add_(xs)
         if not d.complete:
             pair.masked_fill_((pair < 0) | (xs < 0), -1)  # x_c < 0 makes the code negative
-        T = joint_table(pair.T, I * I, None, 1, d.y, d.n_classes, dtype=d.dtype, complete=d.complete)
+        T = joint_table(pair.T, I * I, None, 1, d.y, d.n_classes, weights=d.weights, dtype=d.dtype,
+                        complete=d.complete)
         info = table_information(T.view(c.numel(), I, I, d.n_classes), d.log_base, d.n_rows)
         out[s:e] = info.cmi_x_b_given_a[: e - s]
     return out
@@ -224,6 +225,8 @@ class CMIMCriterion(_SumsCriterion):
     def _use_lazy(self, data: SelectionData) -> bool:
         if not isinstance(self.lazy, str):  # True / False (NumPy bools included)
             return bool(self.lazy)
+        if getattr(self, "in_batch", False):  # a batch counts every member's full tables in one product
+            return False
         cells = data.max_card ** 2 * data.n_classes
         return data.codes.device.type == "cpu" and data.n_features * (data.codes.shape[0] + cells) >= LAZY_MIN_WORK
 
@@ -357,7 +360,7 @@ class RMRMRCriterion(_SumsCriterion):
         self.min_cmi_y = torch.minimum(self.min_cmi_y, q.cmi_x_b_given_a)
         for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
             T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
-                            dtype=d.dtype, complete=d.complete)
+                            weights=d.weights, dtype=d.dtype, complete=d.complete)
             t = table_information(T, d.log_base, d.n_rows)
             self.sum_pairs += t.cmi_x_a_given_b + t.cmi_x_b_given_a
         super().update(j)
@@ -447,6 +450,7 @@ class _ClassicSelector(GreedySelector):
 
     _extra_params: ClassVar[str] = ""
     _extra_notes: ClassVar[str] = ""
+    _native_weights: ClassVar[bool] = True
 
     def __init_subclass__(cls, criterion: Callable[..., Criterion] | None = None, picks: str = "",
                           **kwargs: Any) -> None:

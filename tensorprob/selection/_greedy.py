@@ -162,3 +162,86 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
         bar.update()
     bar.close()
     return selected, scores
+
+
+def _pick_rows(scores: torch.Tensor, available: torch.Tensor) -> tuple[list[int], list[float]]:
+    """:func:`lowest_argmax_device` of every row of (B, N) scores, with one device-to-host transfer."""
+    tol = tie_tolerance(scores.dtype)
+    s = torch.where(available, scores.to(torch.float64), torch.full_like(scores, -math.inf, dtype=torch.float64))
+    s = torch.nan_to_num(s, nan=-math.inf)
+    m = s.max(1, keepdim=True).values
+    tied = (s >= m - tol * m.abs().clamp_min(1.0)) & available
+    j = torch.argmax(tied.to(torch.uint8), dim=1)  # per row, the first maximum: the lowest tied index
+    v = scores.gather(1, j[:, None])[:, 0].to(torch.float64)
+    jf, values = torch.stack([j.to(torch.float64), v]).tolist()
+    return [int(x) for x in jf], values
+
+
+def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[list[list[int]], list[list[float]]]:
+    """Run B greedy forward selections of ``k`` features together, one per member of ``batch``.
+
+    Member b is the criterion ``criteria[b]`` on ``batch.members[b]`` (a weighted
+    :class:`~tensorprob.counting.SelectionData`); each step picks every member's best candidate
+    under the rules of :func:`greedy_forward` (ties to the lowest index, columns without an
+    observed entry held back), announces the picks to the batch, whose tables for all members
+    are then counted in one pass when the first member reads them, and updates the criteria.
+    The selections are those of :func:`greedy_forward` run on each member alone.
+
+    Parameters
+    ----------
+    criteria : list of Criterion
+        One fresh criterion per member (``in_batch`` is set on each).
+    batch : tensorprob.counting._batched.BatchedSelectionData
+    k : int
+
+    Returns
+    -------
+    selected, scores : list of lists
+        Per member, the picks in order and the criterion value of each.
+    """
+    members = batch.members
+    B = len(members)
+    batch.count_class_tables()
+    for c, d in zip(criteria, members):
+        c.in_batch = True
+        c.start(d)
+    N = members[0].n_features
+    dev = batch.codes.device
+    available = torch.ones(B, N, dtype=torch.bool, device=dev)
+    held = [d.unobserved for d in members]
+    n_held = [0 if h is None else int(h.sum()) for h in held]
+    for b, h in enumerate(held):
+        if n_held[b]:
+            available[b] &= ~h
+    selected: list[list[int]] = [[] for _ in range(B)]
+    scores: list[list[float]] = [[] for _ in range(B)]
+    first = [True] * B
+    limit = 4 * N + 10
+    it = 0
+    bar = progress_bar(k, f"selecting ({criteria[0].name}, {B} at once)")
+    while it < limit:
+        active = [b for b in range(B) if len(selected[b]) < k]
+        if not active:
+            break
+        it += 1
+        for b in active:
+            if n_held[b] and len(selected[b]) == N - n_held[b]:
+                available[b] |= held[b]
+                n_held[b] = 0
+        S = torch.stack([criteria[b].first_scores() if first[b] else criteria[b].scores() for b in active])
+        idx = torch.as_tensor(active, device=dev)
+        js, values = _pick_rows(S, available.index_select(0, idx))
+        picks = {}
+        for b, j, v in zip(active, js, values):
+            if criteria[b].accept(j, v):
+                picks[b] = j
+                selected[b].append(j)
+                scores[b].append(v)
+                first[b] = False
+        batch.announce(picks)
+        for b, j in picks.items():
+            criteria[b].update(j)
+            available[b, j] = False
+        bar.update()
+    bar.close()
+    return selected, scores
