@@ -108,7 +108,9 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     itype = torch.int32 if widest * per + 1 < 2**31 else torch.int64
     ab = ab.to(itype)
     complete = _complete(codes, ab_ok) if complete is None else complete
-    w = None if weights is None else weights.to(dtype)
+    # weighted counts are summed in float64 (exact for integral weights, one rounding to ``dtype``
+    # for fractional ones instead of one per addition)
+    w = None if weights is None else weights.to(torch.float64)
     out = torch.empty(n, per, dtype=dtype, device=dev)
     # feature-major codes (a transposed view, as SelectionData holds them): a block of
     # candidates is one contiguous slab, read in (candidate, sample) order
@@ -127,7 +129,7 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         if not complete:
             idx.masked_fill_((c < 0) | (~ab_ok[None, :] if fm else ~ab_ok[:, None]), nbins)  # the discarded bin
         vals = None if w is None else (w[None, :].expand(g, M) if fm else w[:, None].expand(M, g)).reshape(-1)
-        out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype)[:nbins].view(g, per)
+        out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype if w is None else torch.float64)[:nbins].view(g, per)
     return out.view(n, card, card_a, card_b)
 
 
