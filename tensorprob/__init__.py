@@ -17,7 +17,7 @@ __all__ = [
     "CPD",
     "CPDModel",
     "Estimate",
-    *(name for name in selection.__all__ if name.isupper()),
+    *(name for name in selection.__all__ if name[0].isupper() and not name.endswith("Selector")),
     "available_methods",
     "evaluation",
     "select_features",

