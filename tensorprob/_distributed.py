@@ -159,11 +159,11 @@ def agree(step: Callable[[], Any]) -> Any:
     result = None
     try:
         result = step()
-    except Exception as exc:  # reported to every rank below
+    except Exception as exc:  # noqa: BLE001 - reported to every rank below
         err = exc
     me = rank()
-    outcomes = all_gather(None if err is None else (type(err).__name__, str(err),
-                                                     isinstance(err, _PASS_TYPES) and type(err) or None))
+    passed = type(err) if isinstance(err, _PASS_TYPES) and type(err).__module__ == "builtins" else None
+    outcomes = all_gather(None if err is None else (type(err).__name__, str(err), passed))
     failed = [r for r, o in enumerate(outcomes) if o is not None]
     if not failed:
         return result

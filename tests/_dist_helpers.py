@@ -25,7 +25,7 @@ def _worker(rank: int, world: int, port: int, fn, args, queue) -> None:
                             timeout=datetime.timedelta(seconds=60))
     try:
         queue.put((rank, "ok", fn(rank, world, *args)))
-    except BaseException as exc:  # the test reads it
+    except BaseException as exc:  # noqa: BLE001 - the test reads it
         queue.put((rank, "error", (type(exc).__name__, str(exc), traceback.format_exc())))
     finally:
         dist.destroy_process_group()

@@ -130,7 +130,7 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     err = None
     try:
         _e_step_rows(data, state, W, ll_sum, lam_num, num)
-    except Exception as exc:  # reported to every rank through the reduced flags
+    except Exception as exc:  # noqa: BLE001 - reported to every rank through the reduced flags
         err = exc
     parts = [ll_sum] + ([lam_num.view(-1), num.view(-1)] if need_stats else [])
     flags = torch.zeros(_distributed.world_size(), dtype=f64, device=dev)
