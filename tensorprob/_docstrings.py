@@ -99,6 +99,17 @@ n_bins : int, default=5
 callback : callable, optional
     Called as ``callback(iteration, mean_logliks)`` after every EM iteration, with the
     ndarray of the mean training log-likelihood of every (model, restart) of the batch.""",
+    "distributed": """\
+distributed : bool, default=False
+    Data-parallel fit on ``torch.distributed``: needs an initialized default process group
+    (``torch.distributed.init_process_group``, e.g. under ``torchrun``; Gloo for CPU tensors,
+    NCCL for CUDA), every rank calls with its own rows (zero rows allowed) and the same other
+    arguments, and every rank gets the result of the single-process call on all the rows
+    concatenated in rank order. Encoding (categories, cardinalities, bin edges, labels),
+    weight rescaling and the EM statistics are combined across ranks; inputs whose number of
+    columns or column types differ raise a ``ValueError`` naming the rank on every rank. Pass
+    ``timeout=`` to ``init_process_group`` so that a rank that dies cannot leave the others
+    waiting. See the user guide's "Scaling out" section.""",
     "cpd_references": """\
 References
 ----------

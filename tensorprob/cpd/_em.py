@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .. import _distributed
 from .._config import progress_bar
 from .._device import to_numpy
 from ..counting import Incidence
@@ -43,13 +44,18 @@ class EMData:
     weights: torch.Tensor  # (M', K) float64: K weight sets
     incidence: Incidence
     var_of_col: torch.Tensor  # (D,) int64: variable of each flat column
+    totals: torch.Tensor  # (K,) float64: total weight of each weight set (over all ranks when distributed)
+    distributed: bool = False  # rows are this rank's share: row sums are all-reduced
 
     @classmethod
     def build(cls, rows: torch.Tensor, cards: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int) -> EMData:
+              bytes_per_row: int, distributed: bool = False) -> EMData:
         inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=rows.device), cards.to(rows.device))
-        return cls(rows, cards.to(rows.device), weights, inc, var)
+        totals = weights.sum(0)
+        if distributed:
+            totals = _distributed.all_reduce_sum(totals)
+        return cls(rows, cards.to(rows.device), weights, inc, var, totals, distributed)
 
 
 @dataclass
@@ -116,6 +122,34 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     ll_sum = torch.zeros(B, dtype=f64, device=dev)
     lam_num = torch.zeros(B, Fmax, dtype=f64, device=dev) if need_stats else None
     num = torch.zeros(D, P, dtype=f64, device=dev) if need_stats else None
+    if not data.distributed:
+        _e_step_rows(data, state, W, ll_sum, lam_num, num)
+        return ll_sum / data.totals[state.weight_set], lam_num, num
+    # this rank's rows, then one float64 all-reduce of every statistic of the iteration (and
+    # of a per-rank failure flag, so that an error on one rank stops all of them together)
+    err = None
+    try:
+        _e_step_rows(data, state, W, ll_sum, lam_num, num)
+    except Exception as exc:  # noqa: BLE001 - reported to every rank through the reduced flags
+        err = exc
+    parts = [ll_sum] + ([lam_num.view(-1), num.view(-1)] if need_stats else [])
+    flags = torch.zeros(_distributed.world_size(), dtype=f64, device=dev)
+    flags[_distributed.rank()] = float(err is not None)
+    buf = _distributed.all_reduce_sum(torch.cat(parts + [flags]))
+    _distributed.raise_failed(buf[-flags.numel():], err)
+    ll_sum = buf[:B]
+    if need_stats:
+        lam_num = buf[B:B + B * Fmax].view(B, Fmax)
+        num = buf[B + B * Fmax:B + B * Fmax + D * P].view(D, P)
+    return ll_sum / data.totals[state.weight_set], lam_num, num
+
+
+def _e_step_rows(data: EMData, state: EMState, W: torch.Tensor, ll_sum: torch.Tensor, lam_num: torch.Tensor | None,
+                 num: torch.Tensor | None) -> None:
+    """Accumulate the log-likelihood sums and, when given buffers, the M-step statistics of the local rows."""
+    B, Fmax = state.log_lam.shape
+    f64 = torch.float64
+    need_stats = lam_num is not None
     kernel = use_triton(state.log_A)
     for start, stop, S, ST in data.incidence.chunks(need_stats):
         m = stop - start
@@ -130,7 +164,6 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
             wR = E.mul_((w / tot)[..., None])  # (m, B, Fmax) weighted responsibilities, in place of E
             lam_num += wR.sum(0)
             num += _spmm(ST, wR.view(m, B * Fmax)[:, state.packed_pos])
-    return ll_sum / W.sum(0), lam_num, num
 
 
 def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tensor, alpha: float,
@@ -139,7 +172,7 @@ def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tenso
     D, P = num.shape
     dtype = state.log_A.dtype
     N = data.cards.numel()
-    total = data.weights[:, state.weight_set].sum(0)  # (B,)
+    total = data.totals[state.weight_set]  # (B,)
     lam = lam_num / total[:, None]
     comp_alive = lam_num > 0  # (B, Fmax)
     alive_col = comp_alive.view(-1)[state.packed_pos]  # (P,)

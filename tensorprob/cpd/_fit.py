@@ -8,12 +8,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import _distributed
 from .._config import get_config
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
+from ..counting import unique_rows
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
 from ._model import CPDModel
-from ._validation import PreparedData, _check_int, _check_weights, prepare_data
+from ._validation import PreparedData, _check_int, _check_weights, _global_weight_scale, prepare_data
 
 _INITS = ("kmeans++", "random")
 
@@ -33,17 +35,23 @@ def _check_options(n_restarts: Any, n_iter_max: Any, tol: Any, alpha: Any, init:
 
 def _fit_prepared(prep: PreparedData, ranks: list[int], W_np: np.ndarray, *, device: torch.device,
                   dtype: torch.dtype, n_restarts: int, n_iter_max: int, tol: float, alpha: float, init: str,
-                  random_state: RandomStateLike, callback: Any = None, stacklevel: int = 3) -> list[CPDModel]:
+                  random_state: RandomStateLike, callback: Any = None, stacklevel: int = 3,
+                  distributed: bool = False) -> list[CPDModel]:
     """Fit every (rank, weight column) of validated data as one batched EM, warning about weak fits."""
     rows, W = prep.merge(W_np, device)
+    seed = seed_from_random_state(random_state)
     n_distinct = rows.shape[0]
+    if distributed:
+        seed = _distributed.broadcast(seed)  # one start for all ranks, whatever random_state is
+        # an upper bound (rows held by several ranks count once per rank): exact only when gathered
+        n_distinct = int(_distributed.all_reduce_sum(torch.tensor([float(n_distinct)]))[0])
     if max(ranks) > n_distinct:
         warnings.warn(f"rank {max(ranks)} exceeds the {n_distinct} distinct rows of the data; "
                       "the extra components cannot be identified", UserWarning, stacklevel=stacklevel)
     models = fit_batched(rows, torch.as_tensor(prep.cards), W, ranks, n_restarts=n_restarts, n_iter_max=n_iter_max,
-                         tol=tol, alpha=alpha, init=init, seed=seed_from_random_state(random_state), dtype=dtype,
+                         tol=tol, alpha=alpha, init=init, seed=seed, dtype=dtype,
                          callback=callback, variable_names=prep.names, target=prep.target, classes=prep.classes,
-                         encoder=prep.encoder)
+                         encoder=prep.encoder, distributed=distributed)
     for model in models:
         dead = int((model.weights <= 0).sum())
         if dead:
@@ -62,7 +70,7 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
             n_iter_max: int = 500, tol: float = 1e-6, alpha: float = 0.0, sample_weight: Any = None,
             init: str = "kmeans++", random_state: RandomStateLike = None, cardinalities: Sequence[int] | None = None,
             discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None,
-            callback: Any = None) -> CPDModel:
+            callback: Any = None, distributed: bool = False) -> CPDModel:
     """Fit a nonnegative canonical polyadic decomposition (CPD) model of the joint PMF of categorical data.
 
     The fit maximizes the (weighted) log-likelihood, i.e. minimizes the Kullback-Leibler (KL)
@@ -85,6 +93,7 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
         Nonnegative finite row weights (default all 1), relative frequencies: they are rescaled
         to sum to the number of rows of positive weight, so only their ratios matter.
     %(cpd_fit_tail)s
+    %(distributed)s
 
     Returns
     -------
@@ -126,7 +135,7 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
     return _fit_cpds(X, [rank], y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
                      tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
                      cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback,
-                     missing_values=missing_values)[0]
+                     missing_values=missing_values, distributed=distributed)[0]
 
 
 @fill_doc
@@ -134,7 +143,7 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
              n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6, alpha: float = 0.0,
              sample_weight: Any = None, init: str = "kmeans++", random_state: RandomStateLike = None,
              cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform", n_bins: int = 5,
-             missing_values: Any = None, callback: Any = None) -> list[CPDModel]:
+             missing_values: Any = None, callback: Any = None, distributed: bool = False) -> list[CPDModel]:
     """Fit several CPD models of the same data (ranks x weight sets, each with restarts) in one batched EM.
 
     Parameters
@@ -151,6 +160,7 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
         training folds of a cross-validation). Each column is rescaled to sum to its number of
         positive entries (only the ratios matter; 0/1 weights are kept as they are).
     %(cpd_fit_tail)s
+    %(distributed)s
 
     Returns
     -------
@@ -181,14 +191,15 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
     return _fit_cpds(X, ranks, y=y, device=device, dtype=dtype, n_restarts=n_restarts, n_iter_max=n_iter_max,
                      tol=tol, alpha=alpha, sample_weight=sample_weight, init=init, random_state=random_state,
                      cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins, callback=callback,
-                     missing_values=missing_values)
+                     missing_values=missing_values, distributed=distributed)
 
 
 def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, n_restarts: Any, n_iter_max: Any,
               tol: Any, alpha: Any, sample_weight: Any, init: Any, random_state: RandomStateLike,
               cardinalities: Sequence[int] | None, discretizer: Any, n_bins: Any, callback: Any,
-              missing_values: Any = None) -> list[CPDModel]:
+              missing_values: Any = None, distributed: bool = False) -> list[CPDModel]:
     """:func:`fit_cpds` after its type check of ``ranks``; warnings point at the caller of the public function."""
+    dist_on = _distributed.active(distributed)
     ranks = [_check_int("rank", r, 1) for r in ranks]
     if not ranks:
         raise ValueError("ranks must be a non-empty sequence of ints")
@@ -196,11 +207,15 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
-                        missing_values=missing_values)
-    W_np = _check_weights(sample_weight, prep.codes.shape[0])
+                        missing_values=missing_values, distributed=dist_on)
+    if dist_on:
+        W_np = _distributed.agree(lambda: _check_weights(sample_weight, prep.codes.shape[0], local=True))
+        W_np = _global_weight_scale(W_np)
+    else:
+        W_np = _check_weights(sample_weight, prep.codes.shape[0])
     return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
                          tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
-                         stacklevel=4)
+                         stacklevel=4, distributed=dist_on)
 
 
 def _bytes_per_row(B: int, F: int, itemsize: int) -> int:
@@ -227,9 +242,26 @@ def _check_request(n_rows: int, D: int, ranks_b: list[int], Fmax: int, itemsize:
                          "tensorprob.config_context)")
 
 
+def _global_rows(rows: torch.Tensor, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct rows of all ranks with their summed weights, on every rank (one object all-gather).
+
+    Each rank sends its own distinct rows and merged weights; the union is merged again, so
+    the result is, row for row, what the single-process merge of all the data gives (rows
+    sorted the same way, weights summed), and the k-means++ start drawn from it is the
+    single-process start. It costs every rank the memory of the global distinct rows as
+    compact codes (init="random" needs none of it).
+    """
+    parts = _distributed.all_gather((to_numpy(rows), to_numpy(W)))
+    codes = torch.as_tensor(np.concatenate([p[0] for p in parts]), device=rows.device)
+    weights = torch.as_tensor(np.concatenate([p[1] for p in parts]), dtype=torch.float64, device=rows.device)
+    g_rows, g_W, _ = unique_rows(codes, weights)
+    return g_rows, g_W.reshape(g_rows.shape[0], -1)
+
+
 def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks: list[int], *, n_restarts: int,
                 n_iter_max: int, tol: float, alpha: float, init: str, seed: int, dtype: torch.dtype,
-                callback: Any = None, var_mask: torch.Tensor | None = None, **model_kwargs: Any) -> list[CPDModel]:
+                callback: Any = None, var_mask: torch.Tensor | None = None, distributed: bool = False,
+                **model_kwargs: Any) -> list[CPDModel]:
     """Fit every (rank, weight set, restart) as one batched EM; keep the best restart of each.
 
     Parameters
@@ -240,6 +272,12 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
         variable is marginalized (its factor fixed at 1, ``log 1 = 0``), so models over
         different variable subsets of the same data share one batch (GSM-CPD's ``remodel``
         variant; take the described variables with :meth:`CPDModel.marginal`).
+    distributed : bool, default=False
+        ``rows`` and ``W`` are this rank's share of the data (an initialized default process
+        group): the E-step sums are all-reduced once per iteration, and the k-means++ seeds are
+        drawn from the global distinct rows (:func:`_global_rows`), so every rank fits the
+        models the single-process call on all the rows fits. ``seed`` must be the same on
+        every rank.
     **model_kwargs
         ``variable_names``, ``target``, ``classes``, ``encoder`` of the models.
 
@@ -252,11 +290,13 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     device = rows.device
     K = W.shape[1]
     Fmax = max(ranks)
+    if distributed and init != "random":  # k-means++ seeds on the global distinct rows (see _global_rows)
+        g_rows, g_W = _global_rows(rows, W)
     spec = [(r, k, j) for r in ranks for k in range(K) for j in range(n_restarts)]
     B = len(spec)
     itemsize = torch.finfo(dtype).bits // 8
     _check_request(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize)
-    data = EMData.build(rows, cards, W, dtype, _bytes_per_row(B, Fmax, itemsize))
+    data = EMData.build(rows, cards, W, dtype, _bytes_per_row(B, Fmax, itemsize), distributed=distributed)
     D = int(cards.sum())
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
     ranks_b = [r for (r, _, _) in spec]
@@ -265,7 +305,11 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     if init == "random":
         log_lam, log_A = init_random(D, data.cards, data.var_of_col, ranks_b, Fmax, gens, dtype, device)
     else:
-        log_lam, log_A = init_kmeanspp(data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm)
+        seed_data = data
+        if distributed:
+            seed_data = EMData.build(g_rows, cards, g_W, dtype, _bytes_per_row(B, Fmax, itemsize))
+        log_lam, log_A = init_kmeanspp(seed_data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm)
+        del seed_data
     col_keep = None
     if vm is not None:
         col_keep = EMState.pack(vm[data.var_of_col][:, :, None].expand(D, B, Fmax), ranks_b)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import _distributed
 from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ..counting import Incidence
@@ -48,7 +49,7 @@ class RankSelection:
 def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: int = 5, *, device: Any = "auto",
                 dtype: Any = None, n_restarts: int = 1, n_iter_max: int = 200, tol: float = 1e-6, alpha: float = 0.0,
                 random_state: RandomStateLike = None, cardinalities: Sequence[int] | None = None,
-                discretizer: Any = "uniform", n_bins: int = 5) -> RankSelection:
+                discretizer: Any = "uniform", n_bins: int = 5, distributed: bool = False) -> RankSelection:
     """Choose the CPD rank by the K-fold validation error of the CPD classifier, in one batched fit.
 
     For every rank and fold a CPD of (X, y) is fitted on the training part (all rank x fold
@@ -74,6 +75,9 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     %(cardinalities)s
     %(discretizer)s
     %(n_bins)s
+    %(distributed)s
+        The folds are those of the single-process call on the rows concatenated in rank
+        order: the label codes (one integer per row) are all-gathered for the split.
 
     Returns
     -------
@@ -91,37 +95,49 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     cv = _check_int("cv", cv, 2)
     if y is None:
         raise ValueError("select_rank needs the class labels y")
+    dist_on = _distributed.active(distributed)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins)
+    prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                        distributed=dist_on)
+    seed = seed_from_random_state(random_state)
+    if dist_on:
+        seed = _distributed.broadcast(seed)
     return _select_rank_prepared(prep, ranks, cv, device=dev, dtype=dt,
                                  n_restarts=_check_int("n_restarts", n_restarts, 1),
                                  n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
-                                 seed=seed_from_random_state(random_state))
+                                 seed=seed, distributed=dist_on)
 
 
 def _select_rank_prepared(prep: PreparedData, ranks: list[int], cv: int, *, device: torch.device, dtype: torch.dtype,
-                          n_restarts: int, n_iter_max: int, tol: float, alpha: float, seed: int) -> RankSelection:
+                          n_restarts: int, n_iter_max: int, tol: float, alpha: float, seed: int,
+                          distributed: bool = False) -> RankSelection:
     """:func:`select_rank` on validated data whose label is variable ``prep.target`` (distinct rows reused)."""
     from sklearn.model_selection import StratifiedKFold
 
     t = prep.target
     ycodes = prep.codes[:, t]
+    lo = 0
+    if distributed:  # the split of all the rows (rank order), then this rank's part of it
+        every = _distributed.all_gather(np.asarray(ycodes))
+        lo = sum(e.size for e in every[:_distributed.rank()])
+        ycodes = np.concatenate(every)
     counts = np.bincount(ycodes)
     if counts.min() < cv:
         raise ValueError(f"cv={cv} folds need at least {cv} samples of every class; the smallest class has "
                          f"{int(counts.min())}")
     folds = StratifiedKFold(n_splits=cv, shuffle=True, random_state=seed % 2**32)
-    M = prep.codes.shape[0]
+    M = ycodes.shape[0]
     train = np.zeros((M, cv))
     for k, (tr, _) in enumerate(folds.split(np.zeros(M), ycodes)):
         train[tr, k] = 1.0
+    train = train[lo:lo + prep.codes.shape[0]]
     rows, merged = prep.merge(np.concatenate([train, 1.0 - train], axis=1), device)
     W_train, W_val = merged[:, :cv].contiguous(), merged[:, cv:]
     cards = torch.as_tensor(prep.cards)
     models = fit_batched(rows, cards, W_train, ranks, n_restarts=n_restarts, n_iter_max=n_iter_max, tol=tol,
-                         alpha=alpha, init="kmeans++", seed=seed, dtype=dtype)
-    errors = _batched_validation_error(rows, cards, t, models, W_val, len(ranks), cv, dtype)
+                         alpha=alpha, init="kmeans++", seed=seed, dtype=dtype, distributed=distributed)
+    errors = _batched_validation_error(rows, cards, t, models, W_val, len(ranks), cv, dtype, distributed)
     mean = errors.mean(1)
     best = int(np.flatnonzero(mean == mean.min())[0])
     ll = np.array([m.loglik_history_[-1] for m in models]).reshape(len(ranks), cv)
@@ -129,7 +145,8 @@ def _select_rank_prepared(prep: PreparedData, ranks: list[int], cv: int, *, devi
 
 
 def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: int, models: list[CPDModel],
-                              W_val: torch.Tensor, n_ranks: int, cv: int, dtype: torch.dtype) -> np.ndarray:
+                              W_val: torch.Tensor, n_ranks: int, cv: int, dtype: torch.dtype,
+                              distributed: bool = False) -> np.ndarray:
     """Weighted misclassification rate of every (rank, fold) model on its held-out rows, in one pass."""
     device = rows.device
     B = len(models)
@@ -154,5 +171,9 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
         proba = torch.einsum("mbf,cbf->mbc", post, A_y)
         pred = proba.argmax(2)
         wrong += (Wv[start:stop] * (pred != rows[start:stop, target][:, None])).sum(0)
-    err = to_numpy(wrong / Wv.sum(0))
+    total = Wv.sum(0)
+    if distributed:  # one float64 all-reduce of the errors and held-out weights of every model
+        both = _distributed.all_reduce_sum(torch.cat([wrong, total]))
+        wrong, total = both[:B], both[B:]
+    err = to_numpy(wrong / total)
     return err.reshape(n_ranks, cv)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import _distributed
 from .._config import get_config
 from .._device import to_numpy
 from ..counting import unique_rows
@@ -69,14 +70,19 @@ def _declared_codes(X: Any, cardinalities: Any, missing_values: Any) -> bool:
 
 
 def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform",
-                 n_bins: int = 5, missing_values: Any = None) -> PreparedData:
+                 n_bins: int = 5, missing_values: Any = None, distributed: bool = False) -> PreparedData:
     """Turn X (codes or raw data) and optional labels into codes with the label as the last variable.
 
     An :class:`~tensorprob.Encoded` is taken as codes (-1 = missing). So are integer arrays and
     tensors given with ``cardinalities`` (-1 = missing), and nonnegative integer arrays
     (cardinalities ``max + 1`` per column). Anything else, a raw ``-1`` included, goes through
-    :func:`tensorprob.encode` (floats are discretized by ``discretizer``).
+    :func:`tensorprob.encode` (floats are discretized by ``discretizer``). With ``distributed``
+    each rank holds its own rows and every decision (codes or raw, cardinalities, categories,
+    bins, classes) is taken from all ranks' data: see :func:`_prepare_distributed`.
     """
+    if distributed:
+        return _prepare_distributed(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                                    missing_values=missing_values)
     limit = get_config()["max_categories"]
     encoder = None
     names = None
@@ -137,7 +143,150 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
     return PreparedData(_compact(codes, cards), cards, list(names), target, classes, encoder)
 
 
-def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:
+def _local_shape(X: Any) -> tuple:
+    """The shape of X without converting it (DataFrames, tensors and arrays)."""
+    if isinstance(X, Encoded):
+        return tuple(np.shape(X.codes))
+    return tuple(X.shape) if hasattr(X, "shape") else tuple(np.shape(np.asarray(X, dtype=object)))
+
+
+def _global_labels(y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of this rank's labels against the sorted classes of all ranks (the classes every rank sees)."""
+    def local() -> tuple[np.ndarray, np.ndarray]:
+        if len(y) == 0:
+            arr = np.asarray(y.detach().cpu().numpy() if hasattr(y, "detach") else y)
+            return np.zeros(0, dtype=np.int64), arr.reshape(-1)
+        return check_classification_target(y)
+
+    codes, classes = _distributed.agree(local)
+    every = [c for c in _distributed.all_gather(classes) if c.size]
+    try:
+        union = np.unique(np.concatenate(every))
+    except TypeError:
+        union = np.unique(np.concatenate(every).astype(str))
+        classes = classes.astype(str)
+    return np.searchsorted(union, classes).astype(np.int64)[codes], union
+
+
+def _prepare_distributed(X: Any, y: Any, *, cardinalities: Sequence[int] | None, discretizer: Any, n_bins: int,
+                         missing_values: Any) -> PreparedData:
+    """:func:`prepare_data` on this rank's rows, with every data-dependent choice made from all ranks.
+
+    The ranks first compare a signature (input kind, number of columns, whether labels are
+    given, the declared cardinalities) and raise together on a mismatch. Codes take the
+    column maxima over all ranks; raw data goes through :func:`tensorprob.encode` with
+    ``distributed=True``; labels are coded against the union of every rank's classes. A rank
+    may hold zero rows; all ranks together may not.
+    """
+    limit = get_config()["max_categories"]
+    encoded = isinstance(X, Encoded)
+
+    def inspect() -> tuple:
+        shape = _local_shape(X)
+        is_code = encoded or _is_code_array(X)
+        arr = None
+        if is_code and not encoded:
+            arr = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
+        neg = bool(arr is not None and arr.size and arr.min() < 0)
+        n_cols = shape[1] if len(shape) == 2 else -1
+        return (encoded, is_code, n_cols, y is None, None if cardinalities is None else list(map(int, cardinalities)),
+                missing_values is not None), neg, shape[0] if shape else 0
+
+    sig, neg, n_rows = _distributed.agree(inspect)
+    _distributed.check_same("input (Encoded?, integer codes?, number of columns, labels absent?, cardinalities, "
+                            "missing_values given?)", sig)
+    counts = _distributed.all_gather((neg, n_rows))
+    if sum(c[1] for c in counts) == 0:
+        raise ValueError("X is empty on every rank: no rows to fit")
+    declared = encoded or (sig[1] and not sig[5] and (cardinalities is not None or not any(c[0] for c in counts)))
+    names = encoder = None
+    if declared:
+        cards_given = cardinalities
+        if encoded:
+            names, encoder = X.feature_names, X.encoder
+            cards_given = X.cardinalities if cards_given is None else cards_given
+            src = np.asarray(X.codes)
+        else:
+            src = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
+
+        def check_codes() -> np.ndarray:
+            codes = src
+            if codes.ndim != 2:
+                raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {codes.shape}")
+            if codes.shape[1] == 0:
+                raise ValueError(f"X is empty (shape {codes.shape})")
+            if codes.size and (codes < -1).any():
+                raise ValueError("integer codes must be >= 0, or -1 for missing; found "
+                                 f"{int(codes.min())} (encode raw integer data with tensorprob.encode)")
+            top = codes.max(0).astype(np.int64) if codes.shape[0] else np.full(codes.shape[1], -1, np.int64)
+            if cards_given is not None:
+                cards = np.asarray(cards_given, dtype=np.int64)
+                if cards.shape != (codes.shape[1],):
+                    raise ValueError(f"cardinalities has shape {cards.shape}, expected ({codes.shape[1]},)")
+                small = np.flatnonzero(cards < 1)
+                if small.size:
+                    raise ValueError(f"cardinalities must be >= 1, got {int(cards[small[0]])} for column "
+                                     f"{int(small[0])}")
+                over = np.flatnonzero(top >= cards)
+                if over.size:
+                    raise ValueError(f"column {int(over[0])} has code {int(top[over[0]])} >= its cardinality "
+                                     f"{int(cards[over[0]])}")
+            return top
+
+        top = _distributed.agree(check_codes)
+        codes = src
+        if cards_given is None:
+            cards = np.maximum(np.max(np.stack(_distributed.all_gather(top)), 0), 0) + 1
+        else:
+            cards = np.asarray(cards_given, dtype=np.int64)
+        names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(codes.shape[1])]
+        big = np.flatnonzero(cards > limit)
+        if big.size:
+            raise ValueError(
+                f"variable {int(big[0])} has an alphabet of {int(cards[big[0]])} values, above max_categories={limit}; "
+                "discretize it first (tensorprob.discretize) or raise the limit with "
+                "tensorprob.config_context(max_categories=...)")
+    else:
+        enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values, distributed=True)
+        codes, cards, names, encoder = enc.codes, enc.cardinalities, enc.feature_names, enc.encoder
+    target = classes = None
+    if y is not None:
+        def check_length() -> None:
+            if len(y) != codes.shape[0]:
+                raise ValueError(f"X has {codes.shape[0]} rows but y has {len(y)} labels")
+
+        _distributed.agree(check_length)
+        ycodes, classes = _global_labels(y)
+        if classes.size < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}) over all ranks; a label needs at least two "
+                             "classes")
+        if classes.size > limit:
+            raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
+        cards = np.concatenate([cards, [classes.size]])
+        dt = _compact_dtype(cards)
+        codes = np.concatenate([np.asarray(codes).astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
+        names = list(names) + ["y"]
+        target = codes.shape[1] - 1
+    cards = np.asarray(cards, dtype=np.int64)
+    return PreparedData(_compact(np.asarray(codes), cards), cards, list(names), target, classes, encoder)
+
+
+def _global_weight_scale(w: np.ndarray) -> np.ndarray:
+    """Rescale this rank's validated (n_rows, K) weights with the positive counts and totals of all ranks."""
+    _distributed.check_same("number of weight sets (sample_weight columns)", w.shape[1])
+    local = torch.as_tensor(np.concatenate([(w > 0).sum(0).astype(np.float64), w.sum(0)]))
+    both = _distributed.all_reduce_sum(local).numpy()
+    K = w.shape[1]
+    npos, total = both[:K], both[K:]
+    zero = np.flatnonzero(~(total > 0))
+    if zero.size:
+        raise ValueError(f"sample_weight column {int(zero[0])} sums to zero over all ranks: no data to fit")
+    if not np.isfinite(total).all():
+        raise ValueError("sample_weight is too large: its sum overflows float64")
+    return w * (npos / total)[None, :]
+
+
+def _check_weights(sample_weight: Any, n_rows: int, local: bool = False) -> np.ndarray:
     """Validated (n_rows, K) float64 weights, each column rescaled to sum to its number of positive entries.
 
     Weights are relative frequencies: only their ratios matter. Every weight set is rescaled
@@ -160,6 +309,8 @@ def _check_weights(sample_weight: Any, n_rows: int) -> np.ndarray:
         raise ValueError("sample_weight contains NaN or infinite values")
     if (w < 0).any():
         raise ValueError("sample_weight contains negative values")
+    if local:  # one rank's share: rescaled with the totals of all ranks (_global_weight_scale)
+        return w
     with np.errstate(over="ignore"):
         total = w.sum(0)
     zero = np.flatnonzero(~(total > 0))

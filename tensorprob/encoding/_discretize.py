@@ -125,6 +125,13 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     strategy : {"uniform", "quantile", "mdl"}, default="uniform"
         Equal-width bins, equal-frequency bins (both by scikit-learn's ``KBinsDiscretizer``),
         or supervised MDL (minimum description length, Fayyad & Irani 1993; needs ``y``).
+    distributed : bool, default=False
+        Fit on rows spread over the ranks of an initialized ``torch.distributed`` process
+        group: each rank passes its own rows (zero allowed) and every rank learns the edges
+        the single-process fit on all rows learns. Equal-width edges reduce the column ranges
+        only; equal-frequency and MDL edges gather the finite values of every varying column
+        (and the labels, for MDL) to every rank, an exact computation that needs one copy of
+        those columns per rank.
 
     Attributes
     ----------
@@ -164,16 +171,78 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     _parameter_constraints: ClassVar[dict] = {
         "n_bins": [Interval(Integral, 2, None, closed="left"), None],
         "strategy": [StrOptions(set(_STRATEGIES))],
+        "distributed": ["boolean"],
     }
 
-    def __init__(self, n_bins: int | None = 5, strategy: str = "uniform") -> None:
+    def __init__(self, n_bins: int | None = 5, strategy: str = "uniform", distributed: bool = False) -> None:
         self.n_bins = n_bins
         self.strategy = strategy
+        self.distributed = distributed
 
-    def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
+    def _validate_X(self, X: Any, reset: bool, min_samples: int = 1) -> np.ndarray:
         if hasattr(X, "detach"):  # torch tensor (any device)
             X = X.detach().cpu().numpy()
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset)
+        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset,
+                             ensure_min_samples=min_samples)
+
+    def _fit_distributed(self, X: Any, y: Any) -> Discretizer:
+        """:meth:`fit` on this rank's rows with the cut points of the rows of all ranks.
+
+        Equal-width edges depend on the column minimum and maximum only: the ranks reduce
+        them and fit on those two values, which gives the single-process edges exactly.
+        Equal-frequency and MDL edges need the values themselves: every rank gathers the
+        finite values of each varying column (and, for MDL, their class codes against the
+        classes of all ranks) and fits on them, exactly as one process on all the rows,
+        at the price of one copy of those columns on every rank.
+        """
+        from .. import _distributed
+
+        X = _distributed.agree(lambda: self._validate_X(X, reset=True, min_samples=0))
+        _distributed.check_same("number of columns to discretize", X.shape[1])
+        y_codes = None
+        if self.strategy == "mdl":
+            if y is None:
+                raise ValueError("strategy='mdl' is supervised: pass the class labels y")
+            from ..cpd._validation import _global_labels
+
+            y_arr = np.asarray(y.detach().cpu().numpy() if hasattr(y, "detach") else y)
+
+            def check_length() -> None:
+                if y_arr.shape[0] != X.shape[0]:
+                    raise ValueError(f"X has {X.shape[0]} rows but y has {y_arr.shape[0]} labels")
+
+            _distributed.agree(check_length)
+            y_codes, _ = _global_labels(y_arr)
+        finite = np.isfinite(X)
+        lo = np.where(finite, X, np.inf).min(0, initial=np.inf)
+        hi = np.where(finite, X, -np.inf).max(0, initial=-np.inf)
+        ext = np.stack(_distributed.all_gather(np.stack([lo, hi])))  # (ranks, 2, N)
+        lo, hi = ext[:, 0].min(0), ext[:, 1].max(0)
+        varying = np.flatnonzero(hi > lo)
+        edges: list[np.ndarray] = [np.empty(0) for _ in range(X.shape[1])]
+        if self.strategy == "uniform":
+            if varying.size:
+                kb = KBinsDiscretizer(n_bins=int(self.n_bins), encode="ordinal", strategy="uniform", subsample=None)
+                kb.fit(np.stack([lo[varying], hi[varying]]))  # equal widths need only the range
+                for j, e in zip(varying, kb.bin_edges_):
+                    edges[j] = np.asarray(e[1:-1], dtype=np.float64)
+        else:
+            mine = [(X[finite[:, j], j], None if y_codes is None else y_codes[finite[:, j]]) for j in varying]
+            every = _distributed.all_gather(mine)
+            for i, j in enumerate(varying):
+                xs = np.concatenate([part[i][0] for part in every])
+                if self.strategy == "mdl":
+                    edges[j] = mdl_cut_points(xs, np.concatenate([part[i][1] for part in every]), self.n_bins)
+                    continue
+                kb = KBinsDiscretizer(n_bins=int(self.n_bins), encode="ordinal", strategy="quantile",
+                                      subsample=None, quantile_method="averaged_inverted_cdf")
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # bins too small / removed: reported through n_bins_
+                    kb.fit(xs[:, None])
+                edges[j] = np.asarray(kb.bin_edges_[0][1:-1], dtype=np.float64)
+        self.bin_edges_ = edges
+        self.n_bins_ = np.array([e.size + 1 for e in edges], dtype=np.int64)
+        return self
 
     @fill_doc(**_DISCRETIZE_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=True)
@@ -191,6 +260,10 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         if self.n_bins is None and self.strategy != "mdl":
             raise ValueError(f"n_bins=None is only allowed with strategy='mdl', got strategy={self.strategy!r}")
+        from .._distributed import active
+
+        if active(self.distributed):
+            return self._fit_distributed(X, y)
         X = self._validate_X(X, reset=True)
         if self.strategy == "mdl":
             if y is None:
@@ -243,7 +316,7 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         %(bin_codes)s
         """
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._validate_X(X, reset=False, min_samples=0 if self.distributed else 1)
         out = np.empty(X.shape, dtype=np.int64)
         for j, e in enumerate(self.bin_edges_):
             col = X[:, j]
@@ -273,7 +346,8 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 @fill_doc(**_DISCRETIZE_FRAGMENTS)
-def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any = None) -> np.ndarray:
+def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any = None,
+               distributed: bool = False) -> np.ndarray:
     """Discretize every column of a numeric array.
 
     Parameters
@@ -286,6 +360,9 @@ def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any
         Equal-width, equal-frequency (scikit-learn's ``KBinsDiscretizer``) or supervised
         Fayyad-Irani MDL (needs ``y``).
     %(y_mdl)s
+    distributed : bool, default=False
+        This rank's rows of data spread over a ``torch.distributed`` process group; the edges
+        are those of all the rows (see :class:`Discretizer`).
 
     Returns
     -------
@@ -302,4 +379,4 @@ def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any
     X = np.asarray(X)
     if X.ndim == 1:  # one column
         X = X[:, None]
-    return Discretizer(n_bins=n_bins, strategy=strategy).fit_transform(X, y)
+    return Discretizer(n_bins=n_bins, strategy=strategy, distributed=distributed).fit_transform(X, y)

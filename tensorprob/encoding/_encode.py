@@ -75,6 +75,15 @@ n_bins : int, default=5
     "max_categories": """\
 max_categories : int or None, default=None
     Largest alphabet of a categorical column (None: ``get_config()["max_categories"]``, 64).""",
+    "distributed_encoding": """\
+distributed : bool, default=False
+    X holds this rank's rows of data spread over an initialized ``torch.distributed`` process
+    group (zero rows allowed): every rank gets the categories, cardinalities and bin edges of
+    all the rows, so all ranks encode identically. Columns whose number, names or dtype kinds
+    differ across ranks raise a ``ValueError`` naming the rank. Category sets are all-gathered;
+    equal-frequency and MDL bins gather the continuous columns' values (see
+    :class:`~tensorprob.Discretizer`); a user discretizer object is refused
+    (``NotImplementedError``).""",
     "missing_values": """\
 missing_values : scalar, sequence or None, default=None
     Further values that mark a missing entry (for example ``"?"`` or ``-999``), besides
@@ -366,6 +375,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     %(n_bins)s
     %(max_categories)s
     %(missing_values)s
+    %(distributed_encoding)s
 
     Attributes
     ----------
@@ -407,14 +417,16 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "n_bins": [Interval(Integral, 2, None, closed="left")],
         "max_categories": [Interval(Integral, 1, None, closed="left"), None],
         "missing_values": "no_validation",  # any value, or a sequence of values
+        "distributed": ["boolean"],
     }
 
     def __init__(self, discretizer: Any = "auto", n_bins: int = 5, max_categories: int | None = None,
-                 missing_values: Any = None) -> None:
+                 missing_values: Any = None, distributed: bool = False) -> None:
         self.discretizer = discretizer
         self.n_bins = n_bins
         self.max_categories = max_categories
         self.missing_values = missing_values
+        self.distributed = distributed
 
     @fill_doc(**ENCODING_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=False)  # a user discretizer is validated when it fits
@@ -472,6 +484,10 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return _compact(codes, cards)
 
     def _fit(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
+        from .._distributed import active
+
+        if active(self.distributed):
+            return self._fit_distributed(X, y, feature_names)
         if isinstance(X, Encoded):
             return self._fit_encoded(X, feature_names)
         _check_sparse(self, X)
@@ -607,6 +623,175 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 dj += 1
             else:
                 cards[j] = max(1, len(cats[j]))
+        self.feature_names_ = list(names)
+        self.kinds_ = kinds
+        self.categories_ = cats
+        self.discretized_ = [names[j] for j in cont_idx]
+        self.cardinalities_ = cards
+        self._cont_idx = cont_idx
+        self._lookup = lookup
+        return _compact(codes, cards)
+
+    def _fit_distributed(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
+        """:meth:`fit_transform` on this rank's rows, with the categories and bins of all ranks' rows.
+
+        Three steps. (1) Every rank describes its columns (number, names, dtype kinds) and the
+        ranks raise together when the descriptions differ. (2) Every rank summarizes each
+        column (its distinct values, or for a numeric column whether they are integral and,
+        when there are at most ``max_categories`` of them, which), the summaries are
+        all-gathered, and the kind and categories of every column are decided from the union:
+        exactly the single-process decision on all the rows. (3) Each rank codes its own rows
+        against those categories; continuous columns go through a distributed
+        :class:`~tensorprob.encoding.Discretizer`. A user-supplied discretizer object cannot be
+        fitted across ranks and is refused.
+        """
+        from .. import _distributed
+
+        if isinstance(X, Encoded):
+            _distributed.check_same("Encoded cardinalities",
+                                    np.asarray(X.cardinalities, dtype=np.int64).tolist())
+            return _distributed.agree(lambda: self._fit_encoded(X, feature_names))
+        if not (isinstance(self.discretizer, str) or self.discretizer is None):
+            raise NotImplementedError("distributed=True fits the built-in discretizers ('uniform', 'quantile', "
+                                      "'mdl') across ranks; a user discretizer object cannot be fitted on rows "
+                                      "spread over processes: discretize the columns first")
+        limit = self.max_categories if self.max_categories is not None else get_config()["max_categories"]
+        miss_keys = _missing_keys(self.missing_values)
+
+        def describe() -> tuple:
+            _check_sparse(self, X)
+            cols, names, pandas_cat = _columns(X)
+            if not cols:
+                raise ValueError("0 feature(s) while a minimum of 1 is required.")
+            _check_feature_names(self, X, reset=True)
+            if feature_names is not None and len(feature_names) != len(cols):
+                raise ValueError(f"feature_names has {len(feature_names)} entries but X has {len(cols)} columns")
+            summaries = []
+            for j, col in enumerate(cols):
+                if col.dtype.kind == "c":
+                    raise ValueError(f"Complex data not supported: column {j} is complex-valued")
+                if col.dtype.kind == "O" and not pandas_cat[j]:
+                    num = _numeric_view(col)
+                    if num is not None:
+                        col = cols[j] = num
+                miss = _is_missing(col) | _user_missing(col, miss_keys)
+                vals = col[~miss]
+                if col.dtype.kind in "iuf":
+                    uniq = np.unique(vals)
+                    summaries.append(("number", _is_integral(vals), uniq if uniq.size <= limit else None))
+                elif col.dtype.kind in "bUSMm":
+                    summaries.append(("plain", np.unique(vals)))
+                elif col.dtype.kind == "O":
+                    table: dict = {}
+                    try:
+                        for v in vals:
+                            table.setdefault(_key(v), v)
+                    except TypeError as exc:
+                        raise TypeError(f"column {j} holds unhashable values ({exc})") from None
+                    summaries.append(("object", table))
+                else:
+                    raise TypeError(f"column {j} has unsupported dtype {col.dtype}")
+            sig = (len(cols), names, [c.dtype.kind for c in _columns(X)[0]], list(pandas_cat))
+            return cols, names, pandas_cat, summaries, sig
+
+        cols, names, _, summaries, sig = _distributed.agree(describe)
+        _distributed.check_same("columns (number, names, dtype kinds)", sig)
+        n_rows = cols[0].shape[0]
+        if sum(_distributed.all_gather(n_rows)) == 0:
+            raise ValueError(f"X is empty on every rank (0 rows, {len(cols)} columns)")
+        every = _distributed.all_gather(summaries)  # [rank][column]
+        self.n_features_in_ = len(cols)
+        if feature_names is not None:
+            names = [str(n) for n in feature_names]
+        if names is None:
+            names = [f"x{j}" for j in range(len(cols))]
+        # the kind of each column over all ranks: an object column read as numbers on one rank
+        # but not on another holds mixed values, which are categories by (type, value)
+        kinds_seen = [{rk[j][0] for rk in every if not (rk[j][0] == "number" and rk[j][2] is not None
+                                                         and rk[j][2].size == 0)} for j in range(len(cols))]
+        narrow = isinstance(self.discretizer, str) or self.discretizer is None
+        codes = np.empty((n_rows, len(cols)), dtype=np.int16 if narrow and max(limit, self.n_bins) < 2**15 else np.int32)
+        kinds: list[str] = []
+        cats: list[np.ndarray | None] = []
+        lookup: list[dict | None] = []
+        cont_idx: list[int] = []
+        numeric = [kinds_seen[j] <= {"number"} for j in range(len(cols))]
+
+        def numeric_union(j: int) -> np.ndarray | None:
+            parts = [rk[j] for rk in every]
+            if not all(p[1] for p in parts) or any(p[2] is None for p in parts):
+                return None
+            uniq = np.unique(np.concatenate([p[2] for p in parts]))
+            return uniq if uniq.size <= limit else None
+
+        unions = [numeric_union(j) if numeric[j] else None for j in range(len(cols))]
+        float_array = not hasattr(X, "iloc") and all(k == "f" for k in sig[2])
+        array_is_categorical = float_array and all(u is not None for u in unions)
+        for j, col in enumerate(cols):
+            miss = _is_missing(col) | _user_missing(col, miss_keys)
+            if numeric[j]:
+                uniq = unions[j]
+                if (array_is_categorical if float_array else uniq is not None):
+                    kinds.append("categorical")
+                    cats.append(uniq)
+                    lookup.append(None)
+                    codes[:, j] = -1
+                    codes[~miss, j] = np.searchsorted(uniq, col[~miss])
+                else:
+                    kinds.append("discretized")
+                    cats.append(None)
+                    lookup.append(None)
+                    cols[j] = np.where(miss, np.nan, col.astype(np.float64))
+                    cont_idx.append(j)
+            elif kinds_seen[j] == {"plain"}:
+                uniq = np.unique(np.concatenate([rk[j][1] for rk in every]))
+                self._check_limit(names[j], uniq.size, limit)
+                kinds.append("categorical")
+                cats.append(uniq)
+                lookup.append(None)
+                codes[:, j] = -1
+                codes[~miss, j] = np.searchsorted(uniq, col[~miss])
+            else:  # object values: categories by (type group, value), the first value seen kept
+                table: dict = {}
+                for rk in every:
+                    if rk[j][0] == "number" and rk[j][2] is None:  # more numbers than categories allowed
+                        self._check_limit(names[j], limit + 1, limit)
+                    part = rk[j][1] if rk[j][0] == "object" else {_key(v): v for v in rk[j][2]}
+                    for kv, v in part.items():
+                        table.setdefault(kv, v)
+                order = _sort_keys(list(table))
+                self._check_limit(names[j], len(order), limit)
+                index = {kv: i for i, kv in enumerate(order)}
+                uniq = np.empty(len(order), dtype=object)
+                uniq[:] = [table[kv] for kv in order]
+                kinds.append("categorical")
+                cats.append(uniq)
+                lookup.append(index)
+                codes[:, j] = -1
+                vals = col[~miss]
+                codes[~miss, j] = np.fromiter((index[_key(v)] for v in vals), dtype=np.int64, count=len(vals))
+        self.discretizer_ = None
+        if cont_idx:
+            if self.discretizer is None:
+                raise ValueError(
+                    f"column {names[cont_idx[0]]!r} is continuous ({len(cont_idx)} continuous column(s) in all) but "
+                    "discretizer=None; pass discretizer='uniform'|'quantile'|'mdl' or encode the data first")
+            cont = np.stack([cols[j] for j in cont_idx], axis=1)
+            inf = _distributed.all_gather(np.isinf(cont).any(0))
+            bad = np.flatnonzero(np.any(inf, 0))
+            if bad.size:
+                raise ValueError(f"column {names[cont_idx[int(bad[0])]]!r} contains infinite values")
+            strategy = "uniform" if self.discretizer == "auto" else self.discretizer
+            disc = Discretizer(n_bins=self.n_bins, strategy=strategy, distributed=True)
+            codes[:, cont_idx] = disc.fit_transform(cont, y)
+            self.discretizer_ = disc
+            if self.discretizer == "auto":
+                warnings.warn(
+                    f"{len(cont_idx)} continuous column(s) discretized into {self.n_bins} equal-width bins: "
+                    f"{_preview([names[j] for j in cont_idx])}; pass discretizer='uniform' (or another strategy) "
+                    "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
+        cards = np.array([self.discretizer_.n_bins_[cont_idx.index(j)] if kinds[j] == "discretized"
+                          else max(1, len(cats[j])) for j in range(len(cols))], dtype=np.int64)
         self.feature_names_ = list(names)
         self.kinds_ = kinds
         self.categories_ = cats
@@ -812,7 +997,7 @@ class Encoded(NamedTuple):
 @fill_doc(**ENCODING_FRAGMENTS)
 def encode(X: Any, y: Any = None, *, discretizer: Any = "auto", n_bins: int = 5,
            max_categories: int | None = None, feature_names: Sequence[str] | None = None,
-           missing_values: Any = None) -> Encoded:
+           missing_values: Any = None, distributed: bool = False) -> Encoded:
     """Encode raw data of any dtype as integer codes.
 
     %(coding_rules)s
@@ -826,6 +1011,7 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "auto", n_bins: int = 5,
     %(max_categories)s
     %(feature_names)s
     %(missing_values)s
+    %(distributed_encoding)s
 
     Returns
     -------
@@ -842,7 +1028,8 @@ def encode(X: Any, y: Any = None, *, discretizer: Any = "auto", n_bins: int = 5,
     >>> tensorprob.encode(np.array([[-1], [0], [1], [0]])).cardinalities.tolist()  # -1 is a value
     [3]
     """
-    enc = Encoder(discretizer=discretizer, n_bins=n_bins, max_categories=max_categories, missing_values=missing_values)
+    enc = Encoder(discretizer=discretizer, n_bins=n_bins, max_categories=max_categories, missing_values=missing_values,
+                  distributed=distributed)
     codes = enc.fit_transform(X, y, feature_names)
     return Encoded(codes, enc.cardinalities_.copy(), list(enc.feature_names_), enc)
 
