@@ -7,6 +7,7 @@ from . import datasets, evaluation, selection
 from ._config import config_context, get_config, set_config
 from .cpd import CPD, CPDModel, RankSelection, fit_cpd, fit_cpds, select_rank
 from .encoding import Discretizer, Encoded, Encoder, discretize, encode, encode_labels
+from .evaluation import stability_selection
 from .information import Estimate
 from .selection import *  # noqa: F403  (the selector classes; tensorprob.selection.__all__ lists them once)
 from .selection import available_methods, select_features
@@ -36,4 +37,5 @@ __all__ = [
     "encode_labels",
     "get_config",
     "set_config",
+    "stability_selection",
 ]

@@ -213,3 +213,49 @@ def test_batch_on_real_data(name, methods):
     for method in methods:
         sel = get_selector(method)(k=8).fit(tp.Encoded(X, cards), y, resamples=W)
         _check_members(sel, method, X, cards, y, W, 8)
+
+
+def test_resample_weights():
+    from tensorprob.evaluation import resample_weights
+
+    W = resample_weights(101, 7, sample_fraction=0.5, random_state=0)
+    assert W.shape == (101, 7) and set(np.unique(W)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(W.sum(0), np.full(7, 50))
+    B = resample_weights(101, 7, sample_fraction=1.0, replace=True, random_state=0)
+    np.testing.assert_array_equal(B.sum(0), np.full(7, 101))
+    assert (B > 1).any()  # with replacement: some rows drawn twice
+    np.testing.assert_array_equal(W, resample_weights(101, 7, sample_fraction=0.5, random_state=0))
+    assert not np.array_equal(W, resample_weights(101, 7, sample_fraction=0.5, random_state=1))
+    with pytest.raises(ValueError, match="sample_fraction"):
+        resample_weights(10, 2, sample_fraction=0.0)
+
+
+def test_stability_selection_equals_separate_runs():
+    from tensorprob.evaluation import kuncheva_index, selection_frequencies, stability_index
+
+    X, y = _codes(seed=13, M=300, N=10)
+    res = tp.stability_selection(X, y, method="mrmr", k=3, n_resamples=12, random_state=4)
+    assert res.selections.shape == (12, 3) and res.resamples.shape == (300, 12)
+    for b in range(12):
+        one = tp.MRMR(k=3).fit(X, y, sample_weight=res.resamples[:, b])
+        np.testing.assert_array_equal(res.selections[b], one.selected_)
+    np.testing.assert_allclose(res.frequencies, selection_frequencies(res.selections, 10))
+    assert res.stability == stability_index(res.selections, 10)
+    assert abs(res.stability.estimate - kuncheva_index(res.selections, 10)) < 1e-12  # one size k: Φ = Kuncheva
+    # features copying the class most often (the even ones with the largest share) come first
+    stable = res.stable_features(0.9)
+    assert stable.size and all(res.frequencies[f] >= 0.9 for f in stable)
+    assert list(res.frequencies[stable]) == sorted(res.frequencies[stable], reverse=True)
+    again = tp.stability_selection(X, y, method="mrmr", k=3, n_resamples=12, random_state=4)
+    np.testing.assert_array_equal(res.selections, again.selections)
+
+
+def test_stability_selection_planted_signal():
+    """A feature equal to the class up to 5% noise is selected on every resample; noise features rarely."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    X = np.c_[rng.integers(0, 3, (400, 6)), y ^ (rng.random(400) < 0.05)]
+    res = tp.stability_selection(X, y, method="jmi", k=1, n_resamples=30, replace=True, sample_fraction=1.0,
+                                 random_state=0)
+    assert res.frequencies[6] == 1.0 and res.frequencies[:6].sum() == 0.0
+    assert res.stable_features(0.6).tolist() == [6]

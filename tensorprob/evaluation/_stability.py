@@ -15,6 +15,7 @@ References
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -307,3 +308,159 @@ def kuncheva_index(selections: Any, n_features: int | None = None) -> float:
     pairs = M * (M - 1) / 2
     mean_overlap = float(np.sum(c * c) - np.sum(c)) / 2 / pairs
     return (mean_overlap * d - k * k) / (k * (d - k))
+
+
+@dataclass(frozen=True)
+class StabilitySelection:
+    """Result of :func:`stability_selection`.
+
+    Parameters
+    ----------
+    frequencies : numpy.ndarray of shape (n_features,)
+        Fraction of the resamples whose selection of k features contains each feature.
+    selections : numpy.ndarray of shape (n_resamples, k)
+        The ordered selection on each resample.
+    scores : numpy.ndarray of shape (n_resamples, k)
+        The criterion value of each pick.
+    resamples : numpy.ndarray of shape (n_samples, n_resamples)
+        The weight of every row in every resample (0/1 for subsamples, counts for bootstrap).
+    stability : Stability
+        Nogueira's Φ̂ of the selections, with its variance and confidence interval.
+    """
+
+    frequencies: np.ndarray
+    selections: np.ndarray
+    scores: np.ndarray
+    resamples: np.ndarray
+    stability: Stability
+
+    def stable_features(self, threshold: float = 0.6) -> np.ndarray:
+        """Features selected in at least ``threshold`` of the resamples, most frequent first (ties: lowest index).
+
+        Parameters
+        ----------
+        threshold : float, default=0.6
+            Frequency cut-off in (0, 1] (Meinshausen and Bühlmann use 0.6 to 0.9).
+
+        Returns
+        -------
+        numpy.ndarray of int
+        """
+        if not 0.0 < float(threshold) <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        order = np.lexsort((np.arange(self.frequencies.size), -self.frequencies))
+        return order[self.frequencies[order] >= threshold]
+
+
+def resample_weights(n_samples: int, n_resamples: int, *, sample_fraction: float = 0.5, replace: bool = False,
+                     random_state: Any = None) -> np.ndarray:
+    """Row weights of ``n_resamples`` random resamples, one column each.
+
+    Parameters
+    ----------
+    n_samples : int
+        Rows of the data.
+    n_resamples : int
+        Number of resamples B.
+    sample_fraction : float, default=0.5
+        Size of each resample as a fraction of ``n_samples`` (rounded down, at least 1).
+    replace : bool, default=False
+        False: subsamples without replacement (0/1 weights, Meinshausen and Bühlmann's stability
+        selection); True: bootstrap draws with replacement (counts).
+    random_state : int, numpy.random.Generator or None, default=None
+        Seed of the draws.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_samples, n_resamples), float64
+        ``W[m, b]``: how many times row m is in resample b.
+    """
+    if not 0.0 < float(sample_fraction) <= 1.0:
+        raise ValueError(f"sample_fraction must be in (0, 1], got {sample_fraction!r}")
+    if int(n_resamples) < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples!r}")
+    from .._device import seed_from_random_state
+
+    rng = np.random.default_rng(seed_from_random_state(random_state))
+    size = max(1, int(np.floor(sample_fraction * n_samples)))
+    W = np.zeros((n_samples, int(n_resamples)))
+    for b in range(int(n_resamples)):  # B draws (not a hot path: one vectorized draw each)
+        if replace:
+            W[:, b] = rng.multinomial(size, np.full(n_samples, 1.0 / n_samples))
+        else:
+            W[rng.choice(n_samples, size, replace=False), b] = 1.0
+    return W
+
+
+def stability_selection(X: Any, y: Any, *, method: str = "jmi", k: int = 50, n_resamples: int = 100,
+                        sample_fraction: float = 0.5, replace: bool = False, alpha: float = 0.05,
+                        random_state: Any = None, **params: Any) -> StabilitySelection:
+    """Select ``k`` features on each of ``n_resamples`` random resamples; frequencies and stability.
+
+    The resamples are one batch (``fit(X, y, resamples=W)``): the count-based criteria advance
+    all selections together and count their tables in shared passes; other methods run one
+    selection per resample. The encoding (bin edges, categories) is learned once from all rows.
+
+    Parameters
+    ----------
+    X : array-like, tensor or DataFrame of shape (n_samples, n_features)
+        Raw or coded data (as for the selectors).
+    y : array-like of shape (n_samples,)
+        Class labels.
+    method : str, default="jmi"
+        A method of :func:`tensorprob.available_methods`.
+    k : int, default=50
+        Features selected per resample.
+    n_resamples : int, default=100
+        Number of resamples B.
+    sample_fraction : float, default=0.5
+        Resample size as a fraction of the rows.
+    replace : bool, default=False
+        Subsample without replacement (False) or bootstrap (True).
+    alpha : float, default=0.05
+        Level of the stability index's confidence interval.
+    random_state : int, numpy.random.Generator or None, default=None
+        Seed of the resamples (and of the method, when it takes ``random_state`` and none is
+        given in ``params``).
+    **params
+        Parameters of the method's selector class.
+
+    Returns
+    -------
+    StabilitySelection
+        ``frequencies``, ``selections``, ``scores``, ``resamples`` and ``stability`` (Nogueira's
+        index with its interval); ``stable_features(threshold)`` lists the frequent ones.
+
+    References
+    ----------
+    .. [1] N. Meinshausen, P. Bühlmann, "Stability selection", JRSS B 72(4), 417-473, 2010.
+    .. [2] S. Nogueira, K. Sechidis, G. Brown, "On the stability of feature selection
+       algorithms", JMLR 18(174), 2018.
+
+    Examples
+    --------
+    >>> import numpy as np, tensorprob as tp
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 300)
+    >>> X = np.c_[y ^ (rng.random(300) < 0.1), rng.integers(0, 2, (300, 5))]
+    >>> res = tp.stability_selection(X, y, method="mim", k=1, n_resamples=20, random_state=0)
+    >>> res.frequencies[0], res.selections.shape
+    (np.float64(1.0), (20, 1))
+    """
+    from ..selection import get_selector
+
+    cls = get_selector(method)
+    if "random_state" in cls._get_param_names() and "random_state" not in params:
+        params["random_state"] = random_state
+    selector = cls(k=k, **params)
+    n_samples = len(y)
+    W = resample_weights(n_samples, n_resamples, sample_fraction=sample_fraction, replace=replace,
+                         random_state=random_state)
+    selector.fit(X, y, resamples=W)
+    selections = np.asarray(selector.selected_)
+    n_features = int(selector.n_features_in_)
+    ragged = [row[row >= 0] for row in selections]  # k="auto" methods may stop at different sizes
+    freq = selection_frequencies(ragged, n_features)
+    stab = stability_index(ragged, n_features, alpha=alpha) if n_resamples >= 2 else Stability(
+        float("nan"), float("nan"), float("nan"), float("nan"))
+    return StabilitySelection(freq, selections, np.asarray(selector.scores_), W, stab)
