@@ -121,6 +121,9 @@ class BatchedSelectionData:
         """Tables (len(members), N, I, card_a, n_classes) of (x_c, x_a, class) weighted by each member.
 
         ``a_cols[i]`` is the feature playing ``a`` for ``members[i]`` (None: constant, card_a = 1).
+        Members with the same ``a`` (cross-validation masks and resamples mostly pick alike) share
+        one reference count with unit weights when that is cheaper: each of them then adds only
+        its rows whose weight differs from 1, with weight ``w - 1`` (exact in either count dtype).
         """
         M, N = self.codes.shape
         I, C = self.max_card, self.n_classes
@@ -128,29 +131,47 @@ class BatchedSelectionData:
         nb = len(members)
         dev = self.codes.device
         y = self.y.to(torch.int64)
-        keys, vals, cols = [], [], []
         rows = torch.arange(M, device=dev)
-        for i, (b, a) in enumerate(zip(members, a_cols)):
+        groups: dict[int | None, list[int]] = {}
+        for i, a in enumerate(a_cols):
+            groups.setdefault(a, []).append(i)
+        keys, vals, cols = [], [], []
+        refs: list[tuple[int, list[int]]] = []  # (reference block, the positions that add it)
+        for a, pos in groups.items():
             g = y.clone() if a is None else self.codes[:, a].to(torch.int64) * C + y
-            w = self.weights[:, b]
-            ok = (w > 0) & (y >= 0)
-            if a is not None:
-                ok &= self.codes[:, a] >= 0
-            keys.append(g[ok] + i * G)
-            vals.append(w[ok])
-            cols.append(rows[ok])
+            ok = y >= 0 if a is None else (y >= 0) & (self.codes[:, a] >= 0)
+            Wg = self.weights[:, [members[i] for i in pos]]
+            plain = int(((Wg > 0) & ok[:, None]).sum())
+            delta = int(ok.sum()) + int(((Wg != 1) & ok[:, None]).sum())
+            use_ref = len(pos) > 1 and delta < plain
+            if use_ref:
+                block = nb + len(refs)
+                refs.append((block, pos))
+                keys.append(g[ok] + block * G)
+                vals.append(torch.ones(int(ok.sum()), dtype=torch.float64, device=dev))
+                cols.append(rows[ok])
+            for n, i in enumerate(pos):
+                w = Wg[:, n] - 1.0 if use_ref else Wg[:, n]
+                keep = ok & (w != 0)
+                keys.append(g[keep] + i * G)
+                vals.append(w[keep])
+                cols.append(rows[keep])
+        n_rows = (nb + len(refs)) * G
         key = torch.cat(keys)
         order = torch.argsort(key, stable=True)
-        crow = torch.zeros(nb * G + 1, dtype=torch.int64, device=dev)
-        crow[1:] = torch.cumsum(torch.bincount(key, minlength=nb * G), 0)
+        crow = torch.zeros(n_rows + 1, dtype=torch.int64, device=dev)
+        crow[1:] = torch.cumsum(torch.bincount(key, minlength=n_rows), 0)
         with warnings.catch_warnings():  # "sparse CSR support is in beta": the product used here is stable
             warnings.simplefilter("ignore", UserWarning)
             R = torch.sparse_csr_tensor(crow, torch.cat(cols)[order], torch.cat(vals)[order].to(self.count_dtype),
-                                        (nb * G, M), check_invariants=False)
+                                        (n_rows, M), check_invariants=False)
         out = torch.empty(nb, N, I, card_a, C, dtype=self.dtype, device=dev)
         for s, e, L in self._onehots():
-            T = torch.sparse.mm(R, L).view(nb, card_a, C, e - s, I)
-            out[:, s:e] = T.permute(0, 3, 4, 1, 2).to(self.dtype)
+            P = torch.sparse.mm(R, L).view(-1, card_a, C, e - s, I)
+            for block, pos in refs:  # the members that counted against a reference add it back
+                idx = torch.as_tensor(pos, device=dev)
+                P.index_add_(0, idx, P[block].expand(len(pos), -1, -1, -1, -1))
+            out[:, s:e] = P[:nb].permute(0, 3, 4, 1, 2).to(self.dtype)
         return out
 
     def count_class_tables(self) -> None:
