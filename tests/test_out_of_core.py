@@ -181,3 +181,113 @@ def test_errors():
     ref = tp.fit_cpd(df[["b", "c"]], y=lab, rank=2, discretizer="quantile", **KW)
     got = tp.fit_cpd(RowChunks([(df[["b", "c"]], lab)]), rank=2, discretizer="quantile", **KW)
     _same([ref], [got])
+
+
+# --- distributed: every rank streams its own Parquet files -------------------------------------
+
+
+def _job_parquet_shards(rank, world, folder):
+    files = shard_files(folder)  # rank and world size from the process group
+    chunks = RowChunks.from_parquet(files, target="label")
+    models = tp.fit_cpds(chunks, ranks=[2, 3], distributed=True, dtype="float64", **KW)
+    return files, chunks.n_rows_, [(m.loglik_history_, m.weights.numpy(), [f.numpy() for f in m.factors])
+                                   for m in models]
+
+
+def test_two_gloo_ranks_read_their_parquet_shards(tmp_path, dtype):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    if dtype != torch.float64:
+        pytest.skip("one lane is enough: the spawned processes fit in float64")
+    from _dist_helpers import run_ranks
+
+    df, lab = _frame(seed=7)
+    _write_parquet(df, lab, tmp_path / "d", n_files=5)
+    ref = tp.fit_cpds(df, ranks=[2, 3], y=lab, dtype="float64", **KW)
+    out = run_ranks(_job_parquet_shards, world=2, args=(str(tmp_path / "d"),))
+    assert all(status == "ok" for status, _ in out), out
+    files0, files1 = out[0][1][0], out[1][1][0]
+    assert len(files0) == 3 and len(files1) == 2 and not set(files0) & set(files1)
+    for _, (_, n_rows, got) in out:
+        assert n_rows == len(df)
+        for m, (hist, weights, factors) in zip(ref, got):
+            np.testing.assert_allclose(hist, m.loglik_history_, rtol=1e-9, atol=0)
+            np.testing.assert_allclose(weights, m.weights.numpy(), rtol=1e-9, atol=1e-12)
+            for fa, fb in zip(m.factors, factors):
+                np.testing.assert_allclose(fb, fa.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# --- command line --------------------------------------------------------------------------------
+
+
+def test_cli_fit_cpd_on_a_parquet_directory(tmp_path, capsys):
+    import json
+
+    from tensorprob._cli import main
+
+    df, lab = _frame(seed=3)
+    _write_parquet(df, lab, tmp_path / "d", n_files=3)
+    argv = ["fit-cpd", str(tmp_path / "d"), "--rank", "3", "--target", "label", "--json", "--device", "cpu",
+            "--max-iter", "30", "--no-progress"]
+    assert main(argv) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ref = tp.fit_cpd(df, rank=3, y=lab, device="cpu", n_iter_max=30, random_state=0, n_bins=5)
+    assert rep["samples"] == len(df) and rep["variables"] == 5
+    assert rep["loglik_per_sample"] == pytest.approx(ref.loglik_history_[-1], rel=1e-12)
+    assert main(argv[:4] + ["--no-label"] + argv[4:]) == 0
+    assert json.loads(capsys.readouterr().out)["variables"] == 4
+    # select reads the folder into memory
+    assert main(["select", str(tmp_path / "d"), "--target", "label", "-k", "2", "--json", "--no-progress"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["selected"]) == 2
+
+
+def test_cli_distributed_errors(tmp_path, capsys, monkeypatch):
+    from tensorprob._cli import main
+    from tensorprob.selection import get_selector
+
+    monkeypatch.delenv("RANK", raising=False)
+    df, lab = _frame(200)
+    _write_parquet(df, lab, tmp_path / "d", n_files=2)
+    assert main(["fit-cpd", str(tmp_path / "d"), "--rank", "2", "--distributed"]) == 2
+    assert "torchrun" in capsys.readouterr().err
+    assert main(["fit-cpd", "wine", "--rank", "2", "--distributed"]) == 2
+    assert "Parquet" in capsys.readouterr().err
+    import inspect
+
+    if "distributed" not in inspect.signature(get_selector("jmi").__init__).parameters:
+        assert main(["select", str(tmp_path / "d"), "--target", "label", "--distributed"]) == 2
+        assert "distributed selection not available" in capsys.readouterr().err
+    else:  # the selectors take distributed=: the flag then needs torchrun like fit-cpd
+        assert main(["select", str(tmp_path / "d"), "--target", "label", "--distributed"]) == 2
+        assert "torchrun" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_under_torch_distributed_run(tmp_path):
+    """Two processes launched by torch.distributed.run: rank 0 alone prints the single-process result."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from _dist_helpers import free_port
+
+    df, lab = _frame(seed=9)
+    _write_parquet(df, lab, tmp_path / "d", n_files=4)
+    common = [str(tmp_path / "d"), "--rank", "3", "--target", "label", "--json", "--device", "cpu", "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(tp.__file__)),
+                                          os.environ.get("PYTHONPATH", "")])}
+    one = subprocess.run([sys.executable, "-m", "tensorprob", "fit-cpd", *common], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                          f"--master_port={free_port()}", "-m", "tensorprob", "fit-cpd", *common, "--distributed"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr
+    lines = [ln for ln in two.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1, two.stdout  # rank 0 only
+    rep1, rep2 = json.loads(one.stdout), json.loads(lines[0])
+    assert rep2["samples"] == rep1["samples"] == len(df)
+    assert rep2["loglik_per_sample"] == pytest.approx(rep1["loglik_per_sample"], rel=1e-9)
