@@ -1,6 +1,8 @@
 """Out-of-core fits: streamed row chunks and Parquet files reproduce the in-memory fit on all the rows."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -30,7 +32,7 @@ def _frame(n=2400, seed=0):
 def _pieces(n, sizes):
     cuts = np.cumsum([0, *sizes])
     assert cuts[-1] == n
-    return [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+    return [slice(a, b) for a, b in itertools.pairwise(cuts)]
 
 
 def _same(ref, got, rel=REL):
@@ -148,7 +150,7 @@ def test_shard_files(tmp_path):
     assert shard_files(names, rank=0, world_size=2) == ["f0.pq", "f2.pq", "f4.pq"]
     assert shard_files(names, rank=1, world_size=2) == ["f1.pq", "f3.pq"]
     shares = [shard_files(names, rank=r, world_size=3) for r in range(3)]
-    assert sorted(sum(shares, [])) == sorted(names) and [len(s) for s in shares] == [2, 2, 1]
+    assert sorted(f for s in shares for f in s) == sorted(names) and [len(s) for s in shares] == [2, 2, 1]
     assert shard_files(names, rank=5, world_size=7) == []
     assert shard_files(names) == sorted(names)  # no process group: rank 0 of 1
     with pytest.raises(ValueError, match="rank must be"):
@@ -264,8 +266,10 @@ def test_cli_distributed_errors(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_cli_under_torch_distributed_run(tmp_path):
+def test_cli_under_torch_distributed_run(tmp_path, dtype):
     """Two processes launched by torch.distributed.run: rank 0 alone prints the single-process result."""
+    if dtype != torch.float64:
+        pytest.skip("one lane is enough")
     import json
     import os
     import subprocess

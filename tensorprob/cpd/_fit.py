@@ -88,7 +88,7 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
 
     Parameters
     ----------
-    %(X_raw)s
+    %(X_stream)s
     rank : int, default=20
         Number of components F. Several ranks: :func:`fit_cpds`.
     %(cpd_y)s
@@ -154,7 +154,7 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
 
     Parameters
     ----------
-    %(X_raw)s
+    %(X_stream)s
     ranks : sequence of int, default=(20,)
         Number of components of each model.
     %(cpd_y)s
