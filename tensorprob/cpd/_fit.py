@@ -15,6 +15,7 @@ from .._docstrings import fill_doc
 from ..counting import unique_rows
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
 from ._model import CPDModel
+from ._stream import as_chunks, prepare_stream
 from ._validation import PreparedData, _check_int, _check_weights, _global_weight_scale, prepare_data
 
 _INITS = ("kmeans++", "random")
@@ -36,9 +37,14 @@ def _check_options(n_restarts: Any, n_iter_max: Any, tol: Any, alpha: Any, init:
 def _fit_prepared(prep: PreparedData, ranks: list[int], W_np: np.ndarray, *, device: torch.device,
                   dtype: torch.dtype, n_restarts: int, n_iter_max: int, tol: float, alpha: float, init: str,
                   random_state: RandomStateLike, callback: Any = None, stacklevel: int = 3,
-                  distributed: bool = False) -> list[CPDModel]:
-    """Fit every (rank, weight column) of validated data as one batched EM, warning about weak fits."""
-    rows, W = prep.merge(W_np, device)
+                  distributed: bool = False, merged: tuple[torch.Tensor, torch.Tensor] | None = None
+                  ) -> list[CPDModel]:
+    """Fit every (rank, weight column) of validated data as one batched EM, warning about weak fits.
+
+    ``merged``: the distinct rows and their merged weights when they are known already
+    (out-of-core input, :mod:`._stream`); ``W_np`` is then ignored.
+    """
+    rows, W = prep.merge(W_np, device) if merged is None else merged
     seed = seed_from_random_state(random_state)
     n_distinct = rows.shape[0]
     if distributed:
@@ -82,7 +88,7 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
 
     Parameters
     ----------
-    %(X_raw)s
+    %(X_stream)s
     rank : int, default=20
         Number of components F. Several ranks: :func:`fit_cpds`.
     %(cpd_y)s
@@ -148,7 +154,7 @@ def fit_cpds(X: Any, ranks: Sequence[int] = (20,), *, y: Any = None, device: Any
 
     Parameters
     ----------
-    %(X_raw)s
+    %(X_stream)s
     ranks : sequence of int, default=(20,)
         Number of components of each model.
     %(cpd_y)s
@@ -206,6 +212,17 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
     n_restarts, n_iter_max, tol, alpha = _check_options(n_restarts, n_iter_max, tol, alpha, init)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
+    chunks = as_chunks(X)
+    if chunks is not None:
+        if y is not None or sample_weight is not None:
+            raise ValueError("with streamed X (RowChunks, a callable or a Parquet path) the labels and weights come "
+                             "with the chunks, (X, y) or (X, y, sample_weight), or from RowChunks.from_parquet("
+                             "target=...); y and sample_weight must be None")
+        prep, rows, W = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                                       missing_values=missing_values, device=dev, distributed=dist_on)
+        return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
+                             tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
+                             stacklevel=4, distributed=dist_on, merged=(rows, W))
     prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
                         missing_values=missing_values, distributed=dist_on)
     if dist_on:
