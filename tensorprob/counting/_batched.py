@@ -3,34 +3,32 @@
 A batch is B weight vectors over the rows of one data set (cross-validation fold masks,
 bootstrap counts, Poisson weights). Each member is a weighted
 :class:`~tensorprob.counting.SelectionData` whose criteria run as in a single selection; what
-the batch shares is the counting. The tables of a greedy step, member b against its own last
-pick ``j_b``,
+the batch shares is the counting. At a greedy step member b needs the tables of every candidate
+against its own last pick ``j_b``,
 
-    T[b, c, x, a, y] = sum_m W[m, b] [x_mc = x] [x_{m j_b} = a] [y_m = y],
+    T[b, c, x, a, y] = sum_m W[m, b] [x_mc = x] [x_{m j_b} = a] [y_m = y].
 
-are one sparse-dense matrix product ``R @ L``:
-
-- ``L`` (M, N * I) is the one-hot expansion of the codes (row m holds a 1 at ``c * I + x_mc``
-  for every observed candidate c); built once per batch, in candidate blocks that fit the
-  memory budget (rebuilt per product when they do not all fit);
-- ``R`` (B * A * C, M) is sparse, one nonzero ``W[m, b]`` per (member, row) in the row
-  ``(b, x_{m j_b}, y_m)`` (rows with a missing ``x_{j_b}`` or class, or weight 0, left out).
-
-The product reads each stored entry of R once and adds a contiguous row of L: streaming,
-vectorized work instead of one scattered histogram update per (row, candidate) and member, and
-on the CPU a few times cheaper than a bincount even for one member (measured in
-``benchmarks/bench_batched.py``). Counts are exact: integral weights whose member total stays
-below ``2**24`` are summed in float32 (every partial sum an exact integer), anything else in
-float64. The class tables of the first step are the same product with ``A = 1``.
+Members that picked the same feature (fold masks and resamples mostly pick alike) share one
+unweighted count of all rows, ``T_1``, and each adds only the rows whose weight differs from 1,
+weighted by ``w - 1``: ``T_b = T_1 + T(w_b - 1)``. For 10-fold training masks that reads the
+codes twice for all ten members instead of nine times; for bootstrap counts (a row keeps weight
+1 with probability 1/e) it reads about 0.63 of them per member. Where sharing would read more
+(0/1 half-samples), a member counts its own rows of positive weight. The counts are bincounts
+(:func:`~tensorprob.counting.joint_table`), exact integers for integral weights in either dtype
+(weighted sums are accumulated in float64).
 """
 from __future__ import annotations
-
-import warnings
 
 import torch
 
 from .._config import get_config
 from ._selection import SelectionData
+from ._tables import joint_table, table_information
+
+#: Members share each pick's count (and keep the quantities for later steps) when the fraction of
+#: their weights that differ from 1 is at most this: 10-fold training masks (0.1) do, bootstrap
+#: counts (about 0.63) and half-samples (0.5) do not.
+SHARE_MAX_DIFFERING = 0.25
 
 
 class BatchedSelectionData:
@@ -57,7 +55,7 @@ class BatchedSelectionData:
     ----------
     members : list of SelectionData
         One weighted view per column of ``weights``; :meth:`SelectionData.pair_information` of
-        a member reads the tables of the batch's shared product when its pick was announced.
+        a member reads the tables the batch counted for it when its pick was announced.
     """
 
     def __init__(self, codes: torch.Tensor, max_card: int, y: torch.Tensor, n_classes: int, weights: torch.Tensor,
@@ -67,10 +65,9 @@ class BatchedSelectionData:
         self.dtype = dtype
         W = weights.to(torch.float64)
         self.weights = W
-        integral = bool((W == W.round()).all()) and float(W.sum(0).max()) < 2**24
-        self.count_dtype = torch.float32 if integral else torch.float64
         self.members = []
         complete = base.complete
+        self._complete = complete
         for b in range(W.shape[1]):
             m = SelectionData(self.codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
                               weights=W[:, b])
@@ -78,100 +75,67 @@ class BatchedSelectionData:
             m._batch = self
             m._member = b
             self.members.append(m)
+        self.log_base = log_base
         self._pending: dict[int, int] = {}
-        self._tables: dict[int, tuple[int, torch.Tensor]] = {}
-        self._done: set[int] = set()
-        self._onehot: list[tuple[int, int, torch.Tensor]] | None = None
-
-    # ------------------------------------------------------------------ the one-hot codes
-    def _blocks(self) -> list[tuple[int, int]]:
-        M, N = self.codes.shape
-        I = self.max_card
-        item = torch.finfo(self.count_dtype).bits // 8
-        per = max(1, (get_config()["memory_budget"] // 2) // max(1, M * I * item))
-        return [(s, min(N, s + per)) for s in range(0, N, per)]
-
-    def _onehot_block(self, s: int, e: int) -> torch.Tensor:
-        """(M, (e - s) * I): 1 at ``(c - s) * I + x_mc`` for each observed candidate c of the block."""
-        c = self.codes[:, s:e]
-        I = self.max_card
-        L = torch.zeros(c.shape[0], e - s, I, dtype=self.count_dtype, device=c.device)
-        obs = c >= 0
-        L.scatter_(2, c.clamp_min(0).to(torch.int64).unsqueeze(2), obs.unsqueeze(2).to(self.count_dtype))
-        return L.view(c.shape[0], -1)
-
-    def _onehots(self):
-        """The one-hot blocks: cached when they all fit the memory budget, else built per use."""
-        if self._onehot is not None:
-            yield from self._onehot
-            return
-        blocks = self._blocks()
-        keep = len(blocks) == 1
-        built = []
-        for s, e in blocks:
-            L = self._onehot_block(s, e)
-            if keep:
-                built.append((s, e, L))
-            yield s, e, L
-        if keep:
-            self._onehot = built
+        B = W.shape[1]
+        self._picked: list[set[int]] = [set() for _ in range(B)]
+        self._active = set(range(B))
+        self._cache: dict[int, dict[int, object]] = {}
+        self._needed: set[str] = set()
+        # share a pick's count among all members when they differ from unit weights on few rows
+        # (fold masks): then counting every member against a pick costs about two passes
+        self._share = B > 1 and float((W != 1).to(torch.float64).mean()) <= SHARE_MAX_DIFFERING
+        self._row_major: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ counting
-    def count(self, members: list[int], a_cols: list[int | None], card_a: int) -> torch.Tensor:
-        """Tables (len(members), N, I, card_a, n_classes) of (x_c, x_a, class) weighted by each member.
+    def _table(self, rows: torch.Tensor | None, a: int | None, card_a: int,
+               weights: torch.Tensor | None) -> torch.Tensor:
+        """(N, I, card_a, C) counts of (x_c, x_a, class) over ``rows`` (None: all), optionally weighted."""
+        codes, y = self.codes, self.y
+        a_col = None if a is None else codes[:, a]
+        if rows is not None:
+            # whole rows from a row-major copy (a gather along the inner dimension of the
+            # feature-major codes is several times slower), then feature-major again for counting
+            if self._row_major is None:
+                self._row_major = self.codes.contiguous()
+            codes = self._row_major.index_select(0, rows).T.contiguous().T
+            y = y.index_select(0, rows)
+            a_col = None if a_col is None else a_col.index_select(0, rows)
+        return joint_table(codes, self.max_card, a_col, card_a, y, self.n_classes, weights=weights,
+                           dtype=self.dtype, complete=self._complete)
+
+    def count(self, members: list[int], a_cols: list[int | None], card_a: int) -> list[torch.Tensor]:
+        """Tables (N, I, card_a, n_classes) of (x_c, x_a, class) weighted by each of ``members``.
 
         ``a_cols[i]`` is the feature playing ``a`` for ``members[i]`` (None: constant, card_a = 1).
         Members with the same ``a`` (cross-validation masks and resamples mostly pick alike) share
-        one reference count with unit weights when that is cheaper: each of them then adds only
-        its rows whose weight differs from 1, with weight ``w - 1`` (exact in either count dtype).
+        one unweighted count of all rows when that reads fewer codes: each then adds only its rows
+        whose weight differs from 1, with weight ``w - 1``. Otherwise a member counts its rows of
+        positive weight (unweighted where those weights are all 1). Exact integer counts either way.
         """
-        M, N = self.codes.shape
-        I, C = self.max_card, self.n_classes
-        G = card_a * C
-        nb = len(members)
-        dev = self.codes.device
-        y = self.y.to(torch.int64)
-        rows = torch.arange(M, device=dev)
         groups: dict[int | None, list[int]] = {}
         for i, a in enumerate(a_cols):
             groups.setdefault(a, []).append(i)
-        keys, vals, cols = [], [], []
-        refs: list[tuple[int, list[int]]] = []  # (reference block, the positions that add it)
+        out: list[torch.Tensor | None] = [None] * len(members)
+        M = self.codes.shape[0]
         for a, pos in groups.items():
-            g = y.clone() if a is None else self.codes[:, a].to(torch.int64) * C + y
-            ok = y >= 0 if a is None else (y >= 0) & (self.codes[:, a] >= 0)
             Wg = self.weights[:, [members[i] for i in pos]]
-            plain = int(((Wg > 0) & ok[:, None]).sum())
-            delta = int(ok.sum()) + int(((Wg != 1) & ok[:, None]).sum())
-            use_ref = len(pos) > 1 and delta < plain
-            if use_ref:
-                block = nb + len(refs)
-                refs.append((block, pos))
-                keys.append(g[ok] + block * G)
-                vals.append(torch.ones(int(ok.sum()), dtype=torch.float64, device=dev))
-                cols.append(rows[ok])
+            differ = (Wg != 1).sum(0)
+            positive = (Wg > 0).sum(0)
+            use_ref = len(pos) > 1 and M + int(differ.sum()) < int(positive.sum())
+            ref = self._table(None, a, card_a, None) if use_ref else None
             for n, i in enumerate(pos):
-                w = Wg[:, n] - 1.0 if use_ref else Wg[:, n]
-                keep = ok & (w != 0)
-                keys.append(g[keep] + i * G)
-                vals.append(w[keep])
-                cols.append(rows[keep])
-        n_rows = (nb + len(refs)) * G
-        key = torch.cat(keys)
-        order = torch.argsort(key, stable=True)
-        crow = torch.zeros(n_rows + 1, dtype=torch.int64, device=dev)
-        crow[1:] = torch.cumsum(torch.bincount(key, minlength=n_rows), 0)
-        with warnings.catch_warnings():  # "sparse CSR support is in beta": the product used here is stable
-            warnings.simplefilter("ignore", UserWarning)
-            R = torch.sparse_csr_tensor(crow, torch.cat(cols)[order], torch.cat(vals)[order].to(self.count_dtype),
-                                        (n_rows, M), check_invariants=False)
-        out = torch.empty(nb, N, I, card_a, C, dtype=self.dtype, device=dev)
-        for s, e, L in self._onehots():
-            P = torch.sparse.mm(R, L).view(-1, card_a, C, e - s, I)
-            for block, pos in refs:  # the members that counted against a reference add it back
-                idx = torch.as_tensor(pos, device=dev)
-                P.index_add_(0, idx, P[block].expand(len(pos), -1, -1, -1, -1))
-            out[:, s:e] = P[:nb].permute(0, 3, 4, 1, 2).to(self.dtype)
+                w = Wg[:, n]
+                if use_ref:
+                    rows = (w != 1).nonzero().squeeze(1)
+                    T = ref.clone() if rows.numel() == 0 else ref + self._table(rows, a, card_a, w[rows] - 1.0)
+                else:
+                    rows = (w > 0).nonzero().squeeze(1)
+                    kept = w[rows]
+                    full = rows.numel() == M
+                    T = self._table(None if full else rows, a, card_a,
+                                    None if bool((kept == 1).all()) else (w if full else kept))
+                out[i] = T
         return out
 
     def count_class_tables(self) -> None:
@@ -193,26 +157,86 @@ class BatchedSelectionData:
 
     # ------------------------------------------------------------------ the greedy step
     def announce(self, picks: dict[int, int]) -> None:
-        """Record each member's pick of this step; their tables are counted together when first read."""
+        """Record each member's pick of this step (members that picked ``j`` never need ``j`` again)."""
         self._pending = dict(picks)
-        self._tables = {}
-        self._done: set[int] = set()
+        for b, j in picks.items():
+            self._picked[b].add(j)
+            entry = self._cache.get(j)
+            if entry is not None and b in entry and b not in picks:  # pragma: no cover - defensive
+                del entry[b]
 
-    def pair_tables(self, member: SelectionData, j: int) -> torch.Tensor | None:
-        """The (x_c, x_j, class) tables (N, I, I, C) of ``member``, from the shared product; None if ``j``
-        was not announced for it (the member then counts alone)."""
+    def finished(self, b: int) -> None:
+        """Member ``b`` has made its last pick: drop what was kept for it."""
+        self._active.discard(b)
+        for entry in self._cache.values():
+            entry.pop(b, None)
+
+    def pair_information(self, member: SelectionData, j: int):
+        """The plug-in quantities of ``member``'s (x_c, x_j, class) tables, or None if ``j`` is not its pick.
+
+        The first member to read a pick ``j`` counts the tables of every member that may still
+        need it: with sharing (fold masks: each member differs from the unit weights on few
+        rows) all active members that have not picked ``j`` yet, so that a member picking ``j``
+        at a later step finds its quantities ready; otherwise the members that picked ``j`` at
+        this step. The quantities a criterion reads are learned from the first read and kept
+        per (j, member) as (N,) vectors; a quantity not kept is recomputed from the member's
+        own count.
+        """
         b = member._member
-        got = self._tables.pop(b, None)
-        if got is not None and got[0] == j:
-            return got[1]
+        entry = self._cache.get(j)
+        if entry is not None and b in entry:
+            return _Kept(entry.pop(b), self, member, j)
         if self._pending.get(b) != j:
             return None
-        # this member and the next ones not yet counted, as many as fit the budget together
-        start, stop = self._member_chunks(self.max_card)[0]
-        todo = [m for m in self._pending if m != b and m not in self._tables and m not in self._done]
-        chunk = [b, *todo[: stop - start - 1]]
-        T = self.count(chunk, [self._pending[m] for m in chunk], self.max_card)
-        for i, m in enumerate(chunk[1:], 1):
-            self._tables[m] = (self._pending[m], T[i])
-        self._done.update(chunk)
-        return T[0]
+        if self._share:
+            who = [m for m in sorted(self._active) if j not in self._picked[m] or self._pending.get(m) == j]
+        else:
+            who = [m for m, jj in self._pending.items() if jj == j]
+        who.remove(b)
+        who.insert(0, b)
+        entry = self._cache.setdefault(j, {})
+        size = max(1, self._member_chunks(self.max_card)[0][1])
+        first = None
+        for s in range(0, len(who), size):
+            chunk = who[s:s + size]
+            tables = self.count(chunk, [j] * len(chunk), self.max_card)
+            for m, T in zip(chunk, tables):
+                info = table_information(T, self.log_base, self.members[m].n_rows)
+                if m == b:
+                    first = info
+                elif self._needed:
+                    entry[m] = {name: getattr(info, name) for name in self._needed}
+                else:  # what the criterion reads is not known yet (the first step): keep the tables
+                    entry[m] = info
+        if not entry:
+            del self._cache[j]
+        return _Recording(first, self._needed)
+
+
+class _Recording:
+    """A member's :class:`TableInformation`, noting which quantities the criterion reads."""
+
+    def __init__(self, info, needed: set[str]) -> None:
+        self._info, self._needed = info, needed
+
+    def __getattr__(self, name: str):
+        self._needed.add(name)
+        return getattr(self._info, name)
+
+
+class _Kept:
+    """Quantities kept for a member (a dict, or the whole TableInformation of the first step)."""
+
+    def __init__(self, kept, batch: BatchedSelectionData, member: SelectionData, j: int) -> None:
+        self._kept, self._batch, self._member, self._j = kept, batch, member, j
+
+    def __getattr__(self, name: str):
+        kept = self._kept
+        if not isinstance(kept, dict):
+            self._batch._needed.add(name)
+            return getattr(kept, name)
+        if name not in kept:  # a quantity not kept: count this member alone
+            b = self._batch
+            T = b.count([self._member._member], [self._j], b.max_card)[0]
+            kept[name] = getattr(table_information(T, b.log_base, self._member.n_rows), name)
+        return kept[name]

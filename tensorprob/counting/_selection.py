@@ -146,10 +146,10 @@ class SelectionData:
             The quantities of the (x, x_j, class) tables of all N candidates, each computed
             when first read.
         """
-        if self._batch is not None:  # a member of a batch: its tables come from the batch's shared pass
-            cached = self._batch.pair_tables(self, j)
-            if cached is not None:
-                return table_information(cached, self.log_base, self.n_rows)
+        if self._batch is not None:  # a member of a batch: its tables come from the batch's shared counts
+            shared = self._batch.pair_information(self, j)
+            if shared is not None:
+                return shared
         if self._all_pairs:
             if self._pairs is None:
                 self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)

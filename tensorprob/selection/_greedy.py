@@ -242,6 +242,8 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
         for b, j in picks.items():
             criteria[b].update(j)
             available[b, j] = False
+            if len(selected[b]) == k:
+                batch.finished(b)
         bar.update()
     bar.close()
     return selected, scores
