@@ -52,6 +52,10 @@ class BatchedSelectionData:
         Working dtype of the members' tables.
     log_base : float, default=1.0
         Divisor of the information quantities.
+    distributed : bool, default=False
+        The rows are this rank's part of data spread over a ``torch.distributed`` process
+        group: the tables of every product are summed over the ranks (one all-reduce per
+        :meth:`count`), and the members are distributed :class:`SelectionData`.
 
     Attributes
     ----------
@@ -61,19 +65,22 @@ class BatchedSelectionData:
     """
 
     def __init__(self, codes: torch.Tensor, max_card: int, y: torch.Tensor, n_classes: int, weights: torch.Tensor,
-                 dtype: torch.dtype = torch.float64, log_base: float = 1.0) -> None:
-        base = SelectionData(codes, max_card, y, n_classes, dtype=dtype, log_base=log_base)  # feature-major codes
+                 dtype: torch.dtype = torch.float64, log_base: float = 1.0, distributed: bool = False) -> None:
+        base = SelectionData(codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
+                             distributed=distributed)  # feature-major codes
         self.codes, self.max_card, self.y, self.n_classes = base.codes, int(max_card), y, int(n_classes)
         self.dtype = dtype
         W = weights.to(torch.float64)
         self.weights = W
+        # the local counts are exact in float32 under the same rule: their all-reduce sums in float64
         integral = bool((W == W.round()).all()) and float(W.sum(0).max()) < 2**24
         self.count_dtype = torch.float32 if integral else torch.float64
         self.members = []
+        self._base = base
         complete = base.complete
         for b in range(W.shape[1]):
             m = SelectionData(self.codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
-                              weights=W[:, b])
+                              weights=W[:, b], distributed=distributed)
             m._complete = complete
             m._batch = self
             m._member = b
@@ -151,7 +158,7 @@ class BatchedSelectionData:
         for s, e, L in self._onehots():
             T = torch.sparse.mm(R, L).view(nb, card_a, C, e - s, I)
             out[:, s:e] = T.permute(0, 3, 4, 1, 2).to(self.dtype)
-        return out
+        return self._base.reduce(out)
 
     def count_class_tables(self) -> None:
         """The (x_c, class) table of every member, in one product (each member's ``class_table``)."""
@@ -163,7 +170,7 @@ class BatchedSelectionData:
 
     def _member_chunks(self, card_a: int) -> list[tuple[int, int]]:
         """Ranges of members whose tables (and product) fit the memory budget together."""
-        M, N = self.codes.shape
+        M, N = self._base.budget_rows, self.codes.shape[1]
         cells = N * self.max_card * card_a * self.n_classes
         per_member = 8 * (2 * cells + 2 * M)
         per = max(1, (get_config()["memory_budget"] // 2) // per_member)
