@@ -105,7 +105,7 @@ class BatchedSelectionData:
         L = torch.zeros(c.shape[0], e - s, I, dtype=self.count_dtype, device=c.device)
         obs = c >= 0
         L.scatter_(2, c.clamp_min(0).to(torch.int64).unsqueeze(2), obs.unsqueeze(2).to(self.count_dtype))
-        return L.view(c.shape[0], -1)
+        return L.view(c.shape[0], (e - s) * I)
 
     def _onehots(self):
         """The one-hot blocks: cached when they all fit the memory budget, else built per use."""
