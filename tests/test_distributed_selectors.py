@@ -38,6 +38,7 @@ def _cases():
     return [
         ("jmi", lambda d: tp.JMI(k=4, distributed=d), "nan", {}),
         ("jmi_quantile", lambda d: tp.JMI(k=4, discretizer="quantile", distributed=d), "nan", {}),
+        ("jmi_mdl", lambda d: tp.JMI(k=4, discretizer="mdl", distributed=d), "nan", {}),
         ("mrmr", lambda d: tp.MRMR(k=4, distributed=d), "nan", {}),
         ("cmim_lazy", lambda d: tp.CMIM(k=5, lazy=True, distributed=d), "nan", {}),
         ("cmim_eager", lambda d: tp.CMIM(k=5, lazy=False, distributed=d), "nan", {}),
@@ -117,22 +118,29 @@ def test_rank_with_zero_rows(reference):
 
 def _gsm(rows, distributed):
     X, Xnan, Z, labels, w, W = _data()
-    sel = tp.GSMCPD(k=3, rank=3, estimator="exact", n_iter_max=40, random_state=0, device="cpu",
-                    distributed=distributed).fit(Z[rows][:, :5], labels[rows])
-    return sel.selected_, sel.scores_
+    out = []
+    for rank in (3, None):  # None: the rank chosen by the (distributed) validation first
+        sel = tp.GSMCPD(k=3, rank=rank, ranks=(2, 3), cv=3, estimator="exact", n_iter_max=60, tol=1e-4,
+                        random_state=0, device="cpu", dtype="float64",
+                        distributed=distributed).fit(Z[rows][:, :5], labels[rows])
+        out.append((sel.selected_, sel.scores_, sel.rank_))
+    return out
 
 
 def _job_gsm(rank, world, cuts):
     return _gsm(slice(cuts[rank], cuts[rank + 1]), True)
 
 
+@pytest.mark.slow
 def test_gsm_cpd_matches_single_process():
-    sel, val = _gsm(slice(None), False)
+    ref = _gsm(slice(None), False)
     for status, got in run_ranks(_job_gsm, 2, ([0, 371, M],)):
         assert status == "ok", got
-        np.testing.assert_array_equal(got[0], sel)
-        # the scores read a CPD fitted by an EM whose statistics are summed in another order
-        np.testing.assert_allclose(got[1], val, rtol=1e-9, atol=1e-12)
+        for (sel, val, rank), (sel0, val0, rank0) in zip(got, ref):
+            assert rank == rank0
+            np.testing.assert_array_equal(sel, sel0)
+            # the scores read a CPD fitted by an EM whose statistics are summed in another order
+            np.testing.assert_allclose(val, val0, rtol=1e-9, atol=1e-12)
 
 
 def _job_faults(rank, world):
