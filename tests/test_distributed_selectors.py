@@ -117,7 +117,7 @@ def test_rank_with_zero_rows(reference):
 
 
 def _gsm(rows, distributed):
-    X, Xnan, Z, labels, w, W = _data()
+    Z, labels = _data()[2:4]
     out = []
     for rank in (3, None):  # None: the rank chosen by the (distributed) validation first
         sel = tp.GSMCPD(k=3, rank=rank, ranks=(2, 3), cv=3, estimator="exact", n_iter_max=60, tol=1e-4,
@@ -144,7 +144,7 @@ def test_gsm_cpd_matches_single_process():
 
 
 def _job_faults(rank, world):
-    X, Xnan, Z, labels, w, W = _data()
+    X, Xnan, Z, labels = _data()[:4]
     rows = slice(0, 300) if rank == 0 else slice(300, M)
     out = {}
     n_cols = 7 if rank == 0 else 6  # rank 1 has one feature fewer
