@@ -58,6 +58,10 @@ def _cases():
         ("mrmr_resamples", lambda d: tp.MRMR(k=4, distributed=d), "nan", {"resamples": "W"}),
         ("jmi_codes_resamples", lambda d: tp.JMI(k=4, distributed=d), "codes", {"resamples": "W"}),
         ("pda_weighted", lambda d: tp.PDA(k=3, distributed=d), "codes", {"sample_weight": "wi"}),
+        ("jmi_ties", lambda d: tp.JMI(k="all", distributed=d), "ties", {}),
+        ("mim_ties", lambda d: tp.MIM(k="all", distributed=d), "ties", {}),
+        ("cmim_lazy_wide", lambda d: tp.CMIM(k=12, lazy=True, distributed=d), "wide", {}),
+        ("cmim_eager_wide", lambda d: tp.CMIM(k=12, lazy=False, distributed=d), "wide", {}),
     ]
 
 
@@ -68,7 +72,10 @@ def _run(rows, distributed: bool, names=None) -> dict:
 
 def _fits(rows, distributed: bool, names) -> dict:
     X, Xnan, Z, labels, w, W = _data()
-    arrays = {"raw": X, "nan": Xnan, "codes": Z, "w": w, "W": W, "wi": np.round(w * 2)}
+    noise = np.random.default_rng(11).integers(0, 4, (M, 23))
+    arrays = {"raw": X, "nan": Xnan, "codes": Z, "w": w, "W": W, "wi": np.round(w * 2),
+              "ties": np.column_stack([Z, Z[:, 4], Z[:, 1], Z[:, 4]]),  # exact copies: tied scores
+              "wide": np.column_stack([Z, noise])}
     out = {}
     for name, make, which, opts in _cases():
         if names is not None and name not in names:
