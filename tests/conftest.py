@@ -31,7 +31,7 @@ import tensorprob as tp
 DEVICES = ("cpu", "cuda")
 # Modules whose tests run in a subprocess that the lane cannot reach (the notebook kernels):
 # they run once, in the first selected lane, instead of once per lane.
-LANE_FREE_MODULES = frozenset({"test_notebooks.py", "test_distributed.py"})
+LANE_FREE_MODULES = frozenset({"test_notebooks.py", "test_distributed.py", "test_distributed_selectors.py"})
 DTYPES = ("float64", "float32")
 
 

@@ -64,7 +64,7 @@ def test_bad_labels(cls, make_y, match):
 def test_vmi_parameters_are_its_own():
     vmi = tp.VMI(k=3, q="naive")
     assert set(vmi.get_params()) == {"k", "q", "restart_threshold", "discretizer", "n_bins", "missing_values", "base",
-                                     "device", "dtype"}
+                                     "device", "dtype", "distributed"}
     vmi.set_params(q="pairwise", restart_threshold=0.05)
     assert vmi.q == "pairwise" and vmi.restart_threshold == 0.05
     twin = clone(vmi)

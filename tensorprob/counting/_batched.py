@@ -50,6 +50,11 @@ class BatchedSelectionData:
         Working dtype of the members' tables.
     log_base : float, default=1.0
         Divisor of the information quantities.
+    distributed : bool, default=False
+        The rows are this rank's part of data spread over a ``torch.distributed`` process
+        group: the tables of every :meth:`count` are summed over the ranks (one all-reduce per
+        call, after the local counts), the members are distributed :class:`SelectionData`, and
+        every decision that changes which collectives run is taken from global values.
 
     Attributes
     ----------
@@ -59,18 +64,20 @@ class BatchedSelectionData:
     """
 
     def __init__(self, codes: torch.Tensor, max_card: int, y: torch.Tensor, n_classes: int, weights: torch.Tensor,
-                 dtype: torch.dtype = torch.float64, log_base: float = 1.0) -> None:
-        base = SelectionData(codes, max_card, y, n_classes, dtype=dtype, log_base=log_base)  # feature-major codes
+                 dtype: torch.dtype = torch.float64, log_base: float = 1.0, distributed: bool = False) -> None:
+        base = SelectionData(codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
+                             distributed=distributed)  # feature-major codes
         self.codes, self.max_card, self.y, self.n_classes = base.codes, int(max_card), y, int(n_classes)
         self.dtype = dtype
         W = weights.to(torch.float64)
         self.weights = W
         self.members = []
+        self._base = base
         complete = base.complete
         self._complete = complete
         for b in range(W.shape[1]):
             m = SelectionData(self.codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
-                              weights=W[:, b])
+                              weights=W[:, b], distributed=distributed)
             m._complete = complete
             m._batch = self
             m._member = b
@@ -84,7 +91,9 @@ class BatchedSelectionData:
         self._needed: set[str] = set()
         # share a pick's count among all members when they differ from unit weights on few rows
         # (fold masks): then counting every member against a pick costs about two passes
-        self._share = B > 1 and float((W != 1).to(torch.float64).mean()) <= SHARE_MAX_DIFFERING
+        # (a global decision: it sets which counts, hence which collectives, each step makes)
+        differing = base.reduce(torch.stack([(W != 1).to(torch.float64).sum(), torch.tensor(float(W.numel()))]))
+        self._share = B > 1 and float(differing[0]) <= SHARE_MAX_DIFFERING * float(differing[1])
         self._row_major: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ counting
@@ -136,7 +145,9 @@ class BatchedSelectionData:
                     T = self._table(None if full else rows, a, card_a,
                                     None if bool((kept == 1).all()) else (w if full else kept))
                 out[i] = T
-        return out
+        if not self._base.distributed:
+            return out
+        return list(self._base.reduce(torch.stack(out)).unbind(0))  # one all-reduce for the call
 
     def count_class_tables(self) -> None:
         """The (x_c, class) table of every member, in one product (each member's ``class_table``)."""
@@ -148,7 +159,7 @@ class BatchedSelectionData:
 
     def _member_chunks(self, card_a: int) -> list[tuple[int, int]]:
         """Ranges of members whose tables (and product) fit the memory budget together."""
-        M, N = self.codes.shape
+        M, N = self._base.budget_rows, self.codes.shape[1]
         cells = N * self.max_card * card_a * self.n_classes
         per_member = 8 * (2 * cells + 2 * M)
         per = max(1, (get_config()["memory_budget"] // 2) // per_member)

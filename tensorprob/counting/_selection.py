@@ -32,6 +32,12 @@ class SelectionData:
         Row weights (frequency weights when integral: a weight of 2 counts the row twice, 0
         leaves it out). Every table is a weighted count, and with missing entries the observed
         fraction is taken of the total weight. None: every row counts once.
+    distributed : bool, default=False
+        The codes are this rank's rows of data spread over an initialized
+        ``torch.distributed`` process group. Every table is summed over the ranks right after
+        it is counted (:meth:`reduce`, one float64 all-reduce), and ``complete``, ``n_rows``
+        and :attr:`budget_rows` describe all ranks' rows, so every rank computes the same
+        quantities and takes the same decisions. False: no collective is ever called.
 
     Examples
     --------
@@ -50,6 +56,8 @@ class SelectionData:
     dtype: torch.dtype = torch.float64
     log_base: float = 1.0
     weights: torch.Tensor | None = None
+    distributed: bool = False
+    _global: tuple | None = field(default=None, init=False, repr=False)
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
     _complete: bool | None = field(default=None, init=False, repr=False)
@@ -64,19 +72,65 @@ class SelectionData:
         if self.codes.ndim == 2 and self.codes.shape[1] > 1 and self.codes.stride(0) != 1:
             self.codes = self.codes.T.contiguous().T
 
+    def reduce(self, T: torch.Tensor) -> torch.Tensor:
+        """``T`` summed over the ranks (float64, back in ``T``'s dtype); ``T`` itself when not distributed.
+
+        Every count of rows goes through here right after it is counted: tables, and the
+        sums over rows of the per-sample criteria. Every rank receives the same values.
+        """
+        if not self.distributed:
+            return T
+        from .. import _distributed
+
+        return _distributed.all_reduce_sum(T.reshape(-1)).to(T.dtype).view(T.shape)
+
+    def _global_rows(self) -> tuple:
+        """(rows of all ranks, their total weight, most rows on one rank, any entry missing): one gather."""
+        if self._global is None:
+            from .. import _distributed
+
+            M = int(self.codes.shape[0])
+            total = float(M) if self.weights is None else float(self.weights.to(torch.float64).sum())
+            local = _complete(self.codes, self.y >= 0) if self._complete is None else self._complete
+            every = _distributed.all_gather((M, total, not local))
+            self._global = (sum(e[0] for e in every), sum(e[1] for e in every), max(e[0] for e in every),
+                            any(e[2] for e in every))
+        return self._global
+
     @property
     def complete(self) -> bool:
-        """No missing (-1) entry in the codes or the class (checked once, not per step)."""
+        """No missing (-1) entry in the codes or the class (checked once, not per step; on any rank)."""
         if self._complete is None:
-            self._complete = _complete(self.codes, self.y >= 0)
+            self._complete = not self._global_rows()[3] if self.distributed else _complete(self.codes, self.y >= 0)
         return self._complete
 
     @property
     def n_rows(self) -> int | None:
-        """Rows M (or their total weight) when some entry is missing (the observed-fraction weighting); None if complete."""
+        """Rows M (or their total weight) when some entry is missing (the observed-fraction weighting); None if complete.
+
+        Distributed: the rows (weight) of all ranks.
+        """
         if self.complete:
             return None
+        if self.distributed:
+            rows, weight = self._global_rows()[:2]
+            return int(rows) if self.weights is None else weight
         return int(self.codes.shape[0]) if self.weights is None else float(self.weights.to(torch.float64).sum())
+
+    @property
+    def n_total(self) -> int:
+        """Rows of the data: M, or the rows of all ranks when distributed (the divisor of sample means)."""
+        return int(self._global_rows()[0]) if self.distributed else int(self.codes.shape[0])
+
+    @property
+    def budget_rows(self) -> int:
+        """Rows that memory and work decisions are sized on: M, or the most rows of one rank when distributed.
+
+        Every choice that changes which tables are counted (all pairs at once, CMIM's lazy
+        evaluation, chunk sizes) reads this, so that all ranks make it alike and call the same
+        collectives.
+        """
+        return int(self._global_rows()[2]) if self.distributed else int(self.codes.shape[0])
 
     @property
     def unobserved(self) -> torch.Tensor | None:
@@ -98,8 +152,9 @@ class SelectionData:
     def class_table(self) -> torch.Tensor:
         """Counts of (x_m, class) for every feature: (N, max_card, 1, n_classes)."""
         if self._class_table is None:
-            self._class_table = joint_table(self.codes, self.max_card, None, 1, self.y, self.n_classes,
-                                            weights=self.weights, dtype=self.dtype, complete=self.complete)
+            self._class_table = self.reduce(joint_table(self.codes, self.max_card, None, 1, self.y, self.n_classes,
+                                                        weights=self.weights, dtype=self.dtype,
+                                                        complete=self.complete))
         return self._class_table
 
     @property
@@ -128,7 +183,7 @@ class SelectionData:
         k : int
             Number of features the run selects.
         """
-        N, M = self.n_features, int(self.codes.shape[0])
+        N, M = self.n_features, self.budget_rows
         fits = M * N * N * 8 <= get_config()["memory_budget"]
         self._all_pairs = N <= 128 and 2 * (k - 1) >= N and fits
 
@@ -154,8 +209,8 @@ class SelectionData:
             if self._pairs is None:
                 self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)
             return _Rows(self._pairs, slice(j * self.n_features, (j + 1) * self.n_features))
-        T = joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y, self.n_classes,
-                        weights=self.weights, dtype=self.dtype, complete=self.complete)
+        T = self.reduce(joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y,
+                                    self.n_classes, weights=self.weights, dtype=self.dtype, complete=self.complete))
         return table_information(T, self.log_base, self.n_rows)  # quantities computed when first read
 
     def _all_pair_tables(self) -> torch.Tensor:
@@ -167,7 +222,7 @@ class SelectionData:
             pair.masked_fill_((ct[None, :, :] < 0) | (ct[:, None, :] < 0), -1)
         T = joint_table(pair.view(N * N, -1).T, I * I, None, 1, self.y, self.n_classes, weights=self.weights,
                         dtype=self.dtype, complete=self.complete)
-        return T.view(N * N, I, I, self.n_classes)
+        return self.reduce(T).view(N * N, I, I, self.n_classes)
 
 
 class _Rows:

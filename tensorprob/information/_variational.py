@@ -70,7 +70,7 @@ class VariationalState:
         d = data
         M, N, C, I = d.codes.shape[0], d.n_features, d.n_classes, d.max_card
         self.M, self.N, self.C, self.I = M, N, C, I
-        counts = torch.bincount(d.y, minlength=C).to(d.dtype)
+        counts = d.reduce(torch.bincount(d.y, minlength=C).to(d.dtype))  # distributed: over all ranks
         self.log_prior = torch.log(counts / counts.sum())  # (C,)
         T = d.class_table[:, :, 0, :]  # (N, I, C)
         tiny = torch.finfo(T.dtype).tiny
@@ -95,7 +95,7 @@ class VariationalState:
     def _blocks(self):
         # candidate blocks small enough for the few elementwise passes over a (C, c, M) block
         # to run in cache on the CPU
-        return chunk_ranges(self.N, self.M * self.C * self.base.element_size(), block_budget(self.base.device))
+        return chunk_ranges(self.N, max(1, self.M) * self.C * self.base.element_size(), block_budget(self.base.device))
 
     def _class_cond_t(self, a: int, b: int) -> torch.Tensor:
         """log p^(x_i | c) for candidates a..b, every class and sample: (C, b-a, M) (a new tensor)."""
@@ -126,8 +126,8 @@ class VariationalState:
         lookups; the (C, N, M) accumulator is updated in cache-sized candidate blocks.
         """
         d = self.data
-        T = joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
-                        complete=d.complete)  # (N, I, I, C)
+        T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
+                                 complete=d.complete))  # (N, I, I, C)
         den = T.sum(2 if given_candidate else 1, keepdim=True)
         P = torch.where(den > 0, T / den.clamp_min(torch.finfo(T.dtype).tiny), torch.zeros_like(T)).reshape(-1, self.C)
         P_t = (_log(P) if log else P).view(self.N, self.I * self.I, self.C).permute(2, 0, 1).contiguous()
@@ -191,7 +191,7 @@ class VariationalState:
         # blocks of (rows, candidates): the product stays a reasonably wide matrix product and
         # its (rows, candidates * I) result stays within the block budget
         budget, item = block_budget(E.device), E.element_size()
-        width = max(1, min(self.N, budget // (min(self.M, 4096) * self.I * item)))
+        width = max(1, min(self.N, budget // (min(max(1, self.M), 4096) * self.I * item)))
         for a in range(0, self.N, width):
             c = min(self.N, a + width)
             P = self._p_class[a * self.I:c * self.I].T  # (C, (c - a) * I)
@@ -206,6 +206,8 @@ class VariationalState:
                     lse[m, i] = torch.logsumexp(b[m0] + self.log_p_class[rows[m, i]], dim=1) - mx[m0, 0]
                 own = self.log_p_class[rows, d.y[r0:r1, None]].add_(own_base[r0:r1])
                 out[a:c] += own.sub_(lse).sum(0)
+        if d.distributed:  # sums over this rank's samples: summed over the ranks, over all of them
+            return d.reduce(out) / d.n_total
         out /= self.M
         return out
 
@@ -249,8 +251,9 @@ class VariationalState:
             if bool(bad.any()):  # exact log-sum-exp where every class underflowed
                 ci, m = torch.nonzero(bad, as_tuple=True)
                 lse[ci, m] = torch.logsumexp(self._entries(ci + a, m, shift_t), dim=0)
-            out[a:b] = (own - prior_y[None, :] - lse).mean(1)
-        return out
+            terms = own - prior_y[None, :] - lse
+            out[a:b] = terms.sum(1) if d.distributed else terms.mean(1)
+        return d.reduce(out) / d.n_total if d.distributed else out
 
     def add(self, j: int) -> None:
         """Append feature j to the chain."""

@@ -55,13 +55,18 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     #: counts, and a batch of weight vectors counted together); otherwise a weight vector is
     #: applied by repeating each row as many times as its (integral) weight.
     _native_weights: ClassVar[bool] = False
+    #: Whether the running fit is data-parallel (set by ``fit`` from ``distributed``).
+    _dist_on: bool = False
 
     _parameter_constraints: ClassVar[dict] = {
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"all"})],
         "device": [str, torch.device, None],
         "dtype": [str, torch.dtype, None],
         "random_state": ["random_state", torch.Generator],
+        "distributed": ["boolean"],
     }
+    #: Why the method cannot run with ``distributed=True`` (empty: it can).
+    _no_distributed: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -90,6 +95,8 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             classes or another length than X, or when k exceeds the number of features.
         """
         name = type(self).__name__
+        if self._dist_on:
+            return self._validate_xy_distributed(X, y)
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None")
         X = self._check_X(X)
@@ -104,7 +111,73 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         n_features = (X.codes if isinstance(X, Encoded) else X).shape[1]
         return X, y_codes, self._resolve_k(int(n_features))
 
-    def _check_weights(self, sample_weight: Any, resamples: Any, n_samples: int) -> np.ndarray | None:
+    def _start_fit(self) -> None:
+        """Resolve ``distributed`` (sets ``_dist_on``); refuse it for a method that cannot run data-parallel."""
+        from .. import _distributed
+
+        wanted = getattr(self, "distributed", False)
+        if wanted is True and self._no_distributed:
+            raise ValueError(f"{type(self).__name__} does not support distributed=True: {self._no_distributed}")
+        self._dist_on = _distributed.active(wanted)
+
+    def _validate_xy_distributed(self, X: Any, y: Any) -> tuple[Any, np.ndarray, int | None]:
+        """:meth:`_validate_xy` for this rank's rows: checks agreed on by all ranks, classes of all ranks.
+
+        Every rank checks its own X and y (an error on one rank raises on all, naming it);
+        the number of features must be the same everywhere; the labels are coded against the
+        sorted union of every rank's classes. A rank may hold zero rows.
+        """
+        from .. import _distributed
+        from ..cpd._validation import _global_labels
+
+        name = type(self).__name__
+
+        def local() -> tuple[Any, int, int]:
+            if y is None:
+                raise ValueError(f"{name} requires y to be passed, but the target y is None")
+            Xc = self._check_X(X)
+            arr = Xc.codes if isinstance(Xc, Encoded) else Xc
+            n = int(np.shape(arr)[0])
+            if len(y) != n:
+                raise ValueError(f"X has {n} samples but y has {len(y)} labels")
+            return Xc, n, int(np.shape(arr)[1])
+
+        X, n_samples, n_features = _distributed.agree(local)
+        _distributed.check_same("number of features", n_features)
+        total = sum(_distributed.all_gather(n_samples))
+        if total < self._min_samples:
+            raise ValueError(f"{name} needs at least {self._min_samples} samples over all ranks, got {total}")
+        y_codes, classes = _global_labels(y)
+        if classes.size < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}) over all ranks: one class carries no "
+                             "information; feature selection needs at least two")
+        self.classes_ = classes
+        return X, y_codes, self._resolve_k(n_features)
+
+    #: Fewest rows over all ranks that a distributed fit accepts.
+    _min_samples: ClassVar[int] = 1
+
+    def _weights(self, sample_weight: Any, resamples: Any, n_samples: int) -> np.ndarray | None:
+        """:meth:`_check_weights`; distributed: the same kind of weights on every rank, totals over all ranks."""
+        if not self._dist_on:
+            return self._check_weights(sample_weight, resamples, n_samples)
+        from .. import _distributed
+
+        B = None if resamples is None else (np.shape(resamples)[1:] or (None,))[0]
+        _distributed.check_same("weights (sample_weight given?, resamples given?, columns of resamples)",
+                                (sample_weight is not None, resamples is not None, B))
+        W = _distributed.agree(lambda: self._check_weights(sample_weight, resamples, n_samples, local=True))
+        if W is None:
+            return None
+        totals = _distributed.all_reduce_sum(torch.as_tensor(W.sum(0), dtype=torch.float64)).numpy()
+        empty = np.flatnonzero(totals == 0)
+        if empty.size:
+            which = "sample_weight" if resamples is None else f"weight vector(s) {empty[:5].tolist()}"
+            raise ValueError(f"{which}: all weights are zero on every rank, nothing to select from")
+        return W
+
+    def _check_weights(self, sample_weight: Any, resamples: Any, n_samples: int,
+                       local: bool = False) -> np.ndarray | None:
         """The row weights as float64 (n_samples, B), or None; sets ``n_selections_`` for ``resamples``.
 
         ``sample_weight`` (n_samples,) weighs one selection; ``resamples`` (n_samples, B) asks
@@ -134,7 +207,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
                 raise ValueError(f"{label} must have shape {shape}, got shape {a.shape}{hint}")
             if a.shape[0] != n_samples:
                 raise ValueError(f"{label} has {a.shape[0]} rows but X has {n_samples} samples")
-            a = a.astype(np.float64).reshape(n_samples, -1)
+            a = a.astype(np.float64).reshape(n_samples, 1) if ndim == 1 else a.astype(np.float64)
             if a.shape[1] == 0:
                 raise ValueError("resamples of shape (n_samples, 0): pass at least one weight vector")
             if not np.isfinite(a).all():
@@ -145,7 +218,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         if resamples is not None:
             self.n_selections_ = int(W.shape[1])
         empty = np.flatnonzero(W.sum(0) == 0)
-        if empty.size:
+        if empty.size and not local:  # local: this rank's part of distributed data (see _weights)
             which = "sample_weight" if resamples is None else f"weight vector(s) {empty[:5].tolist()}"
             raise ValueError(f"{which}: all weights are zero, nothing to select from")
         if not self._native_weights and (W != np.round(W)).any():
@@ -234,6 +307,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             The fitted selector (``selected_``, ``scores_``; ``transform`` keeps the selected
             columns).
         """
+        self._start_fit()
         selected, scores = self._fit(X, y, sample_weight, resamples)
         self.selected_ = np.asarray(selected, dtype=np.int64)
         self.scores_ = np.asarray(scores, dtype=np.float64)
@@ -323,18 +397,20 @@ class CodedSelector(_BaseSelector):
                         device: torch.device, dtype: torch.dtype) -> SelectionData:
         """The codes on the device, in the units of ``base``, for the criteria."""
         return SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
-                             torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base)
+                             torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base,
+                             distributed=self._dist_on)
 
     def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
-        W = self._check_weights(sample_weight, resamples, len(y_codes))
+        W = self._weights(sample_weight, resamples, len(y_codes))
         if W is not None and self.discretizer == "mdl" and not isinstance(X, Encoded):
             raise ValueError(f"{type(self).__name__}: discretizer='mdl' learns its cut points from the labels of all "
                              "rows, including those the sample weights leave out; discretize per weight vector "
                              "(or pass tp.Encoded codes) instead")
         names = np.asarray([str(c) for c in X.columns], dtype=object) if hasattr(X, "columns") else None
+        # distributed: categories and bin edges from all ranks' rows, so every rank codes alike
         self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins,
-                                missing_values=getattr(self, "missing_values", None))
+                                missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
         codes = self.encoder_.fit_transform(X, y_codes)
         self.n_features_in_ = codes.shape[1]
         if names is not None:
@@ -398,12 +474,12 @@ class GreedySelector(CodedSelector):
         Wt = torch.as_tensor(W, dtype=torch.float64, device=device)
         if W.shape[1] == 1:  # one weighted selection: the single-run path with weighted counts
             data = self._selection_data(codes, cards, y, n_classes, device, dtype)
-            data.weights = Wt[:, 0]
+            data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
             sel, val = greedy_forward(self._criterion(), data, k)
             return [sel], [val]
         batch = BatchedSelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
                                      torch.as_tensor(y, device=device), n_classes, Wt, dtype=dtype,
-                                     log_base=self._log_base)
+                                     log_base=self._log_base, distributed=self._dist_on)
         return greedy_forward_batched([self._criterion() for _ in range(W.shape[1])], batch, k)
 
 
@@ -420,12 +496,16 @@ class RealSelector(_BaseSelector):
     %(real_attributes)s
     """
 
+    _min_samples: ClassVar[int] = 2
+
     def _check_X(self, X: Any) -> np.ndarray:
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
+        # distributed: a rank may hold fewer rows (the total is checked over all ranks)
+        return validate_data(self, X, dtype=np.float64, ensure_all_finite=True,
+                             ensure_min_samples=0 if self._dist_on else 2)
 
     def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
-        W = self._check_weights(sample_weight, resamples, len(y_codes))
+        W = self._weights(sample_weight, resamples, len(y_codes))
         device, dtype = self._device_dtype()
         n_classes = int(self.classes_.size)
         if W is None:

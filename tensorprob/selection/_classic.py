@@ -164,10 +164,10 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor, cand: torch.Tensor, sel
     it. Chunked over pairs to the memory budget.
     """
     d = data
-    I, M = d.max_card, d.codes.shape[0]
+    I, M = d.max_card, d.budget_rows  # distributed: chunks sized alike on every rank (one all-reduce each)
     out = torch.empty(cand.numel(), dtype=torch.float64, device=d.codes.device)
     # per pair: the two gathered columns and their code, each M integers
-    for s, e in chunk_ranges(cand.numel(), 3 * M * codes_t.element_size(), get_config()["memory_budget"]):
+    for s, e in chunk_ranges(cand.numel(), 3 * max(M, 1) * codes_t.element_size(), get_config()["memory_budget"]):
         c, j = cand[s:e], sel[s:e]
         if e - s == 1:
             c, j = c.repeat(2), j.repeat(2)
@@ -175,8 +175,8 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor, cand: torch.Tensor, sel
         pair = xc.mul_(I).add_(xs)
         if not d.complete:
             pair.masked_fill_((pair < 0) | (xs < 0), -1)  # x_c < 0 makes the code negative
-        T = joint_table(pair.T, I * I, None, 1, d.y, d.n_classes, weights=d.weights, dtype=d.dtype,
-                        complete=d.complete)
+        T = d.reduce(joint_table(pair.T, I * I, None, 1, d.y, d.n_classes, weights=d.weights, dtype=d.dtype,
+                                 complete=d.complete))
         info = table_information(T.view(c.numel(), I, I, d.n_classes), d.log_base, d.n_rows)
         out[s:e] = info.cmi_x_b_given_a[: e - s]
     return out
@@ -228,7 +228,7 @@ class CMIMCriterion(_SumsCriterion):
         if getattr(self, "in_batch", False):  # a batch counts every member's full tables in one product
             return False
         cells = data.max_card ** 2 * data.n_classes
-        return data.codes.device.type == "cpu" and data.n_features * (data.codes.shape[0] + cells) >= LAZY_MIN_WORK
+        return data.codes.device.type == "cpu" and data.n_features * (data.budget_rows + cells) >= LAZY_MIN_WORK
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
@@ -359,8 +359,8 @@ class RMRMRCriterion(_SumsCriterion):
         self.sum_cmi += q.cmi_x_a_given_b
         self.min_cmi_y = torch.minimum(self.min_cmi_y, q.cmi_x_b_given_a)
         for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
-            T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
-                            weights=d.weights, dtype=d.dtype, complete=d.complete)
+            T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
+                                     weights=d.weights, dtype=d.dtype, complete=d.complete))
             t = table_information(T, d.log_base, d.n_rows)
             self.sum_pairs += t.cmi_x_a_given_b + t.cmi_x_b_given_a
         super().update(j)
@@ -469,7 +469,7 @@ class _ClassicSelector(GreedySelector):
         super().__init_subclass__(**kwargs)
 
     def __init__(self, k: int | str = 10, *, discretizer: Any = "uniform", n_bins: int = 5,
-                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
+                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.discretizer = discretizer
         self.n_bins = n_bins
@@ -477,6 +477,7 @@ class _ClassicSelector(GreedySelector):
         self.base = base
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _criterion(self) -> Criterion:
         return self._make_criterion()
@@ -504,7 +505,7 @@ class MIFS(_ClassicSelector, criterion=mifs_criterion, picks="[4, 5]"):
                                               "beta": [Interval(Real, 0, None, closed="left")]}
 
     def __init__(self, k: int | str = 10, *, beta: float = 1.0, discretizer: Any = "uniform", n_bins: int = 5,
-                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
+                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.beta = beta
         self.discretizer = discretizer
@@ -513,6 +514,7 @@ class MIFS(_ClassicSelector, criterion=mifs_criterion, picks="[4, 5]"):
         self.base = base
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _criterion(self) -> Criterion:
         return mifs_criterion(float(self.beta))
@@ -581,7 +583,7 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
 
     def __init__(self, k: int | str = 10, *, variant: str = "brown", lazy: bool | str = "auto",
                  discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None, base: Any = "e",
-                 device: Any = "auto", dtype: Any = None) -> None:
+                 device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.variant = variant
         self.lazy = lazy
@@ -591,6 +593,7 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
         self.base = base
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _criterion(self) -> Criterion:
         return cmim_criterion(self.variant, self.lazy)

@@ -22,7 +22,20 @@ n_features_in_ : int
 feature_names_in_ : ndarray of str
     Names of the features seen by ``fit``; only when X has string column names."""
 
+_DISTRIBUTED = """\
+distributed : bool, default=False
+    Data-parallel selection on ``torch.distributed``: under an initialized default process
+    group (e.g. started by ``torchrun``; Gloo for CPU tensors, NCCL for CUDA) every rank
+    calls ``fit`` with its own rows (zero rows allowed), the same other arguments and the
+    same number of features, and every rank gets the selection of the single-process fit on
+    all the rows concatenated. The encoding is learned from all ranks, class labels are
+    coded against the union of every rank's classes, and every table (or sum over samples)
+    is summed over the ranks as it is computed, so each rank takes the same picks. Errors
+    on one rank (a different number of features, a bad label) raise on every rank, naming
+    it. See the user guide's "Scaling out" section."""
+
 SELECTOR_FRAGMENTS: dict[str, str] = {
+    "distributed": _DISTRIBUTED,
     "k": """\
 k : int or "all", default=10
     Number of features to select; ``"all"`` ranks every feature.""",
@@ -33,7 +46,7 @@ k : int or "all", default=10
     # the trailing parameters of every selector on integer codes
     "coded_params": "\n".join([ENCODING_FRAGMENTS["discretizer"], ENCODING_FRAGMENTS["n_bins"],
                                ENCODING_FRAGMENTS["missing_values"], _BASE,
-                               FRAGMENTS["device"], FRAGMENTS["dtype"]]),
+                               FRAGMENTS["device"], FRAGMENTS["dtype"], _DISTRIBUTED]),
     # the trailing parameters of the selectors that draw random numbers
     "device_dtype_random_state": "\n".join([FRAGMENTS["device"], FRAGMENTS["dtype"], FRAGMENTS["random_state"]]),
     "picks": """\

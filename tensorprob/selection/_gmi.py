@@ -71,6 +71,11 @@ class GMI(RealSelector):
     %(k)s
     %(device_dtype_random_state)s
         Here it draws the half split and the within-class permutations of Alg. 1.
+    distributed : bool, default=False
+        Not supported: ``distributed=True`` raises a ``ValueError``, because its Friedman-Rafsky
+        statistic counts the edges of a Euclidean minimum spanning tree over all samples, and a
+        spanning tree is not a sum over rows: the trees of each rank's rows do not combine into
+        the tree of all of them.
 
     Attributes
     ----------
@@ -119,12 +124,18 @@ class GMI(RealSelector):
     """
 
     method_name = "gmi"
+    _no_distributed = (
+        "its Friedman-Rafsky statistic counts the edges of a Euclidean minimum spanning tree over all "
+        "samples, and a spanning tree is not a sum over rows: the trees of each rank's rows do not combine "
+        "into the tree of all of them."
+    )
 
-    def __init__(self, k: int | str = 10, *, device: Any = "auto", dtype: Any = None, random_state: Any = None) -> None:
+    def __init__(self, k: int | str = 10, *, device: Any = "auto", dtype: Any = None, random_state: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
+        self.distributed = distributed
 
     def _select_real(self, X, y, n_classes, k, device, dtype):
         if np.bincount(y).min() < 2:

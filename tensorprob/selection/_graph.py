@@ -55,7 +55,7 @@ class Scatter(NamedTuple):
     constant: torch.Tensor
 
 
-def class_scatter(X: torch.Tensor, y: torch.Tensor, n_classes: int) -> Scatter:
+def class_scatter(X: torch.Tensor, y: torch.Tensor, n_classes: int, distributed: bool = False) -> Scatter:
     """Between-, within-class and total scatter of every column of ``X``, from class sums.
 
     Parameters
@@ -66,12 +66,20 @@ def class_scatter(X: torch.Tensor, y: torch.Tensor, n_classes: int) -> Scatter:
         Class codes ``0 .. n_classes - 1``.
     n_classes : int
         Number of classes.
+    distributed : bool, default=False
+        ``X`` and ``y`` are this rank's rows of data spread over an initialized
+        ``torch.distributed`` process group: every rank gets the scatters of all rows. The
+        class counts and sums are all-reduced (one float64 collective), then the squared
+        deviations from the global means (a second one), both offset by the first row of the
+        lowest rank that has rows.
 
     Returns
     -------
     Scatter
         The scatters, in the dtype of ``X``; O(n_samples x n_features) time and memory.
     """
+    if distributed:
+        return _class_scatter_distributed(X, y, n_classes)
     n = X.shape[0]
     constant = (X == X[:1]).all(0)
     Z = X - X[:1]  # exact zeros for a constant column, and no large offsets in the sums
@@ -85,6 +93,37 @@ def class_scatter(X: torch.Tensor, y: torch.Tensor, n_classes: int) -> Scatter:
     between = (counts[present].unsqueeze(1) * (means - mean) ** 2).sum(0)
     total = ((Z - mean) ** 2).sum(0)
     sqnorm = (X * X).sum(0)
+    zero = torch.zeros((), dtype=X.dtype, device=X.device)
+    within, between, total = (torch.where(constant, zero, v) for v in (within, between, total))
+    return Scatter(between, within, total, sqnorm, constant)
+
+
+def _class_scatter_distributed(X: torch.Tensor, y: torch.Tensor, n_classes: int) -> Scatter:
+    """:func:`class_scatter` of the rows of all ranks (two all-reduces of per-class and per-column sums)."""
+    from .. import _distributed
+
+    N = X.shape[1]
+    firsts = _distributed.all_gather(X[:1].double().cpu().numpy() if X.shape[0] else None)
+    first = torch.as_tensor(next(f for f in firsts if f is not None), dtype=X.dtype, device=X.device)
+    Z = X - first  # the single-process offset: the first row of all the data
+    counts = torch.bincount(y, minlength=n_classes).to(X.dtype)
+    sums = torch.zeros(n_classes, N, dtype=X.dtype, device=X.device).index_add_(0, y, Z)
+    varying = (Z != 0).any(0).to(X.dtype)
+    sqnorm = (X * X).sum(0)
+    glob = _distributed.all_reduce_sum(torch.cat([counts, sums.reshape(-1), Z.sum(0), varying, sqnorm]))
+    glob = glob.to(X.dtype)
+    C = n_classes
+    counts, sums = glob[:C], glob[C:C + C * N].view(C, N)
+    zsum, varying, sqnorm = glob[C + C * N:C + C * N + N], glob[C + C * N + N:C + C * N + 2 * N], glob[-N:]
+    n = counts.sum()
+    constant = varying == 0
+    present = counts > 0
+    means = sums[present] / counts[present].unsqueeze(1)
+    mean = zsum / n
+    index = torch.cumsum(present.to(torch.long), 0) - 1
+    local = torch.cat([((Z - means[index[y]]) ** 2).sum(0), ((Z - mean) ** 2).sum(0)])
+    within, total = _distributed.all_reduce_sum(local).to(X.dtype).view(2, N)
+    between = (counts[present].unsqueeze(1) * (means - mean) ** 2).sum(0)
     zero = torch.zeros((), dtype=X.dtype, device=X.device)
     within, between, total = (torch.where(constant, zero, v) for v in (within, between, total))
     return Scatter(between, within, total, sqnorm, constant)
@@ -126,6 +165,7 @@ class TraceRatio(RealSelector):
         Most iterations of the subset update (the paper's examples converge in a few).
     %(device)s
     %(dtype)s
+    %(distributed)s
 
     Attributes
     ----------
@@ -186,15 +226,16 @@ class TraceRatio(RealSelector):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, k: int | str = 10, *, max_iter: int = 100, device: Any = "auto", dtype: Any = None) -> None:
+    def __init__(self, k: int | str = 10, *, max_iter: int = 100, device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.max_iter = max_iter
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _select_real(self, X, y, n_classes, k, device, dtype):
         sc = class_scatter(torch.as_tensor(X, dtype=dtype, device=device), torch.as_tensor(y, device=device),
-                           n_classes)
+                           n_classes, distributed=self._dist_on)
         b = sc.between.double().cpu().numpy()
         w = sc.within.double().cpu().numpy()
         self.between_scatter_, self.within_scatter_ = b, w
@@ -258,6 +299,7 @@ class SPEC(RealSelector):
         other modes. Values above n_samples count as n_samples.
     %(device)s
     %(dtype)s
+    %(distributed)s
 
     Attributes
     ----------
@@ -328,17 +370,22 @@ class SPEC(RealSelector):
     }
 
     def __init__(self, k: int | str = 10, *, mode: str = "phi2", n_eigenvectors: int | None = None,
-                 device: Any = "auto", dtype: Any = None) -> None:
+                 device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.mode = mode
         self.n_eigenvectors = n_eigenvectors
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _select_real(self, X, y, n_classes, k, device, dtype):
         n = X.shape[0]
+        if self._dist_on:  # the rows of all ranks
+            from .. import _distributed
+
+            n = sum(_distributed.all_gather(n))
         sc = class_scatter(torch.as_tensor(X, dtype=dtype, device=device), torch.as_tensor(y, device=device),
-                           n_classes)
+                           n_classes, distributed=self._dist_on)
         one = torch.ones((), dtype=dtype, device=device)
         safe_norm = torch.where(sc.constant, one, sc.sqnorm)
         if self.mode == "phi1":

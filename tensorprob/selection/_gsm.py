@@ -102,7 +102,8 @@ def greedy_information(info: CPDInformation, candidates: list[int], k: int | Non
 
 def remodel_greedy(codes: torch.Tensor, cards: torch.Tensor, label: int, candidates: list[int], k: int | None, *,
                    rank: int, target: str, estimator: str, n_samples: int, seed: int, dtype: torch.dtype,
-                   n_restarts: int, n_iter_max: int, tol: float, auto_tol: float, chunk: int = 16):
+                   n_restarts: int, n_iter_max: int, tol: float, auto_tol: float, chunk: int = 16,
+                   distributed: bool = False):
     """The paper's large-data variant: at every step refit a CPD of (X_{S+c}, Y) for every candidate c.
 
     All candidates' models are fitted as one batched EM per chunk of ``chunk`` candidates
@@ -130,7 +131,7 @@ def remodel_greedy(codes: torch.Tensor, cards: torch.Tensor, label: int, candida
             fits = fit_batched(rows, cards[cols], W.repeat(1, G), [rank], n_restarts=n_restarts,
                                n_iter_max=n_iter_max, tol=tol, alpha=0.0, init="kmeans++",
                                seed=int(np.random.SeedSequence([seed, step, a]).generate_state(1)[0]), dtype=dtype,
-                               var_mask=mask)
+                               var_mask=mask, distributed=distributed)
             # model g describes S, its candidate and the label (last); the other columns are marginalized
             var_pos = list(range(len(selected)))
             log_w, log_f = CPDModel.stack([m.marginal(var_pos + [base + g, len(selected)]) for g, m in enumerate(fits)])
@@ -175,11 +176,16 @@ class GSMCPDResult:
 def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_classes: int, k: int | None, *,
                 rank: int | None, ranks: tuple, cv: int, target: str, estimator: str, n_samples: int, lazy: bool,
                 remodel: bool, auto_tol: float, n_restarts: int, n_iter_max: int, tol: float, device: torch.device,
-                dtype: torch.dtype, random_state: Any) -> GSMCPDResult:
+                dtype: torch.dtype, random_state: Any, distributed: bool = False) -> GSMCPDResult:
     """Run GSM-CPD on validated codes (the label as ``y_codes``); see :class:`GSMCPD`.
 
     The codes are taken as validated by the selector: they are stacked with the label once
     and their distinct rows are found once, shared by the rank selection and the fit.
+
+    With ``distributed`` the codes are this rank's rows: the rank selection and the CPD fit
+    run data-parallel (every rank gets the same model), the number of distinct rows is that
+    of all ranks together, and the greedy search then works on the model alone (Monte-Carlo
+    draws from rank 0's seed), so every rank makes the same picks.
     """
     import warnings
 
@@ -195,19 +201,30 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
         raise ValueError(f"n_samples must be an integer >= 2 (a Monte-Carlo estimate needs two draws for its "
                          f"standard error), got {n_samples!r}")
     seed = seed_from_random_state(random_state)
+    if distributed:
+        from .. import _distributed
+
+        seed = _distributed.broadcast(seed)  # one seed for every rank, whatever random_state is
     full = np.concatenate([codes, y_codes[:, None]], axis=1).astype(np.int64)
     full_cards = np.concatenate([cards, [n_classes]]).astype(np.int64)
     label = full.shape[1] - 1
     prep = PreparedData(full, full_cards, [f"x{j}" for j in range(label)] + ["y"], target=label,
                         classes=np.arange(n_classes))
-    n_distinct = prep.distinct(device)[0].shape[0]
+    distinct = prep.distinct(device)[0]
+    if distributed:  # the distinct rows of all ranks together
+        from .. import _distributed
+
+        every = _distributed.all_gather(distinct.cpu().numpy())
+        n_distinct = int(np.unique(np.concatenate(every), axis=0).shape[0])
+    else:
+        n_distinct = distinct.shape[0]
     if rank is None:
         usable = [r for r in ranks if r <= n_distinct]
         if not usable:
             raise ValueError(f"every candidate rank {tuple(ranks)} exceeds the {n_distinct} distinct rows of the data")
         sel = _select_rank_prepared(prep, [int(r) for r in usable], int(cv), device=device, dtype=dtype,
                                     n_restarts=n_restarts, n_iter_max=n_iter_max, tol=float(tol), alpha=0.0,
-                                    seed=seed)
+                                    seed=seed, distributed=distributed)
         rank, rank_errors = sel.best_rank, sel.mean_errors
     else:
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
@@ -221,14 +238,14 @@ def gsm_cpd_fit(codes: np.ndarray, cards: np.ndarray, y_codes: np.ndarray, n_cla
         sel_, vals, ses = remodel_greedy(torch.as_tensor(full, device=device), torch.as_tensor(full_cards), label,
                                          candidates, k, rank=int(rank), target=target, estimator=estimator,
                                          n_samples=int(n_samples), seed=seed, dtype=dtype, n_restarts=n_restarts,
-                                         n_iter_max=n_iter_max, tol=tol, auto_tol=auto_tol)
+                                         n_iter_max=n_iter_max, tol=tol, auto_tol=auto_tol, distributed=distributed)
         model = None
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # re-raised below with the numbers
             model = _fit_prepared(prep, [int(rank)], np.ones((full.shape[0], 1)), device=device, dtype=dtype,
                                   n_restarts=n_restarts, n_iter_max=n_iter_max, tol=float(tol), alpha=0.0,
-                                  init="kmeans++", random_state=seed)[0]
+                                  init="kmeans++", random_state=seed, distributed=distributed)[0]
         if not model.converged_:
             h = model.loglik_history_
             warnings.warn(f"GSM-CPD: the rank-{rank} CPD did not converge in {model.n_iter_} iterations (last "
@@ -286,6 +303,9 @@ class GSMCPD(CodedSelector):
     %(n_bins)s
     %(device_dtype_random_state)s
         Here it seeds the CPD fits and the model samples.
+    %(distributed)s
+        GSM-CPD sums over rows only in the CPD fit (and the validation that picks its
+        rank); the greedy search then reads the fitted model, which is the same on every rank.
 
     Attributes
     ----------
@@ -351,7 +371,8 @@ class GSMCPD(CodedSelector):
                  target: str = "latent", estimator: str = "rao_blackwell", n_samples: int = 5000, lazy: bool = False,
                  remodel: bool = False, auto_tol: float = 1e-3, n_restarts: int = 1, n_iter_max: int = 200,
                  tol: float = 1e-6, discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None,
-                 device: Any = "auto", dtype: Any = None, random_state: Any = None) -> None:
+                 device: Any = "auto", dtype: Any = None, random_state: Any = None,
+                 distributed: bool = False) -> None:
         self.k = k
         self.rank = rank
         self.ranks = ranks
@@ -371,6 +392,7 @@ class GSMCPD(CodedSelector):
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
+        self.distributed = distributed
 
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
                 device: torch.device, dtype: torch.dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -378,7 +400,7 @@ class GSMCPD(CodedSelector):
                           target=self.target, estimator=self.estimator, n_samples=self.n_samples,
                           lazy=bool(self.lazy), remodel=bool(self.remodel), auto_tol=float(self.auto_tol),
                           n_restarts=self.n_restarts, n_iter_max=self.n_iter_max, tol=self.tol, device=device,
-                          dtype=dtype, random_state=self.random_state)
+                          dtype=dtype, random_state=self.random_state, distributed=self._dist_on)
         self.scores_stderr_ = out.scores_stderr
         self.rank_, self.model_, self.rank_errors_ = out.rank, out.model, out.rank_errors
         return out.selected, out.scores

@@ -218,6 +218,11 @@ class HOFS(RealSelector):
         Estimator of ``H(y | x_i)`` in eq. 24 (see Notes).
     %(device_dtype_random_state)s
         Here it draws the label dither and the ICA starts.
+    distributed : bool, default=False
+        Not supported: ``distributed=True`` raises a ``ValueError``, because its incremental ICA
+        is fitted by Newton or gradient iterations over all samples at once, with a label dither
+        drawn per sample; these are not sums of per-rank statistics that one all-reduce could
+        combine, so the result would depend on how the rows are split.
 
     Attributes
     ----------
@@ -263,6 +268,11 @@ class HOFS(RealSelector):
     """
 
     method_name = "hofs"
+    _no_distributed = (
+        "its incremental ICA is fitted by Newton or gradient iterations over all samples at once, with a "
+        "label dither drawn per sample; these are not sums of per-rank statistics that one all-reduce could "
+        "combine, so the result would depend on how the rows are split."
+    )
     _parameter_constraints: ClassVar[dict] = {
         **RealSelector._parameter_constraints,
         "bin_width": [Interval(Real, 0, 1, closed="right")],
@@ -274,7 +284,7 @@ class HOFS(RealSelector):
 
     def __init__(self, k: int | str = 10, *, bin_width: float = 0.2, threshold: float = 0.2, solver: str = "newton",
                  max_iter: int = 50, conditional: str = "ica", device: Any = "auto", dtype: Any = None,
-                 random_state: Any = None) -> None:
+                 random_state: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.bin_width = bin_width
         self.threshold = threshold
@@ -284,6 +294,7 @@ class HOFS(RealSelector):
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
+        self.distributed = distributed
 
     def _select_real(self, X, y, n_classes, k, device, dtype):
         gen = make_generator(self.random_state, device)

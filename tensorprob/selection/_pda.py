@@ -77,11 +77,12 @@ class SampleMeanCriterion(Criterion):
         self.mean_log_p = (self._block_means(lambda a, b: self._gather(T[a:b], a, b, None, marginal=True))
                            if self.k1 == 0 else None)
         n_acc = self.arith * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
-        state = n_acc * data.codes.shape[0] * data.n_features * torch.finfo(data.dtype).bits // 8
+        # distributed: sized on the largest rank, so that every rank takes the same branch (and raises alike)
+        state = n_acc * data.budget_rows * data.n_features * torch.finfo(data.dtype).bits // 8
         self.stored = state <= get_config()["memory_budget"]
         if self.arith and self.k1 == 2 and not self.stored:
             raise ValueError(f"AMD^{{2,1}} keeps per-sample sums over the pairs of S ({state / 2**20:.1f} MiB for "
-                             f"{data.codes.shape[0]} samples x {data.n_features} features), above memory_budget="
+                             f"{data.budget_rows} samples x {data.n_features} features), above memory_budget="
                              f"{get_config()['memory_budget'] / 2**20:.1f} MiB, and cannot recompute them within it; "
                              "raise memory_budget with tensorprob.config_context or use k1 <= 1")
         self.num = self.den = self.pairs = None  # per-sample (M, N) sums (AMD, stored) or (N,) log sums (GMD)
@@ -97,16 +98,19 @@ class SampleMeanCriterion(Criterion):
         return gather_conditional(T, d.codes[:, a:b], first, second, marginalize_b=marginal, complete=True)
 
     def _block_means(self, block) -> torch.Tensor:
-        """(N,) of ``(1/M) sum_m log block(a, b)`` over candidate blocks (cache-sized temporaries)."""
+        """(N,) of ``(1/M) sum_m log block(a, b)`` over candidate blocks (cache-sized temporaries).
+
+        Distributed: the sums over this rank's samples, summed over the ranks, over all M.
+        """
         d = self.data
         out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
         for a, b in self._ranges():
-            out[a:b] = block(a, b).log_().mean(0)
-        return out
+            out[a:b] = block(a, b).log_().sum(0) if d.distributed else block(a, b).log_().mean(0)
+        return d.reduce(out) / d.n_total if d.distributed else out
 
     def _ranges(self):
         d = self.data
-        return chunk_ranges(d.n_features, d.codes.shape[0] * 3 * torch.finfo(d.dtype).bits // 8,
+        return chunk_ranges(d.n_features, max(1, d.codes.shape[0]) * 3 * torch.finfo(d.dtype).bits // 8,
                             block_budget(d.codes.device))
 
     def _accumulate(self, name: str, T: torch.Tensor, j: int, r: int | None = None, marginal: bool = False) -> None:
@@ -126,8 +130,8 @@ class SampleMeanCriterion(Criterion):
     def update(self, j: int) -> None:
         d = self.data
         if self.k2 == 1 or self.k1 >= 1:
-            T = joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
-                            complete=True)
+            T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes,
+                                     dtype=d.dtype, complete=True))
             if self.arith and not self.stored:
                 self.tables.append((T, j))
             else:
@@ -137,8 +141,8 @@ class SampleMeanCriterion(Criterion):
                     self._accumulate("den", T, j, marginal=True)
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
-                T = joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
-                                dtype=d.dtype, complete=True)
+                T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j],
+                                         d.max_card, dtype=d.dtype, complete=True))
                 self._accumulate("pairs", T, j, r)
                 self.n_pairs += 1
         super().update(j)
@@ -154,9 +158,13 @@ class SampleMeanCriterion(Criterion):
         return acc
 
     def _log_mean(self, name: str, a: int, b: int, n: int) -> torch.Tensor:
-        """(1/M) sum_m log pbar over candidates a..b for an accumulator of n terms."""
+        """(1/M) sum_m log pbar over candidates a..b for an accumulator of n terms.
+
+        Distributed AMD: the sum over this rank's samples (:meth:`scores` reduces it).
+        """
         if self.arith:
-            return torch.div(self._amd_block(name, a, b), n).log_().mean(0)
+            logs = torch.div(self._amd_block(name, a, b), n).log_()
+            return logs.sum(0) if self.data.distributed else logs.mean(0)
         return getattr(self, name)[a:b] / n
 
     def scores(self) -> torch.Tensor:
@@ -164,6 +172,10 @@ class SampleMeanCriterion(Criterion):
         d = self.data
         n = len(self.selected)
         out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
+        # distributed AMD: the per-sample terms are local sums, reduced once per step
+        split = d.distributed and self.arith
+        part = torch.zeros_like(out) if split else None
+        num_local, den_local = split and self.k2 != 0, split and self.k1 != 0
         for a, b in self._ranges():
             num = self.mean_log_p_y[a:b] if self.k2 == 0 else self._log_mean("num", a, b, n)
             if self.k1 == 0:
@@ -172,7 +184,14 @@ class SampleMeanCriterion(Criterion):
                 den = self._log_mean("den", a, b, n if self.k1 == 1 else 1)
             else:
                 den = self._log_mean("pairs", a, b, self.n_pairs)
-            out[a:b] = num - den
+            if split:
+                zero = torch.zeros((), dtype=d.dtype, device=out.device)
+                out[a:b] = (zero if num_local else num) - (zero if den_local else den)
+                part[a:b] = (num if num_local else zero) - (den if den_local else zero)
+            else:
+                out[a:b] = num - den
+        if split:
+            out += d.reduce(part) / d.n_total
         return out / d.log_base
 
 
@@ -256,9 +275,17 @@ class _PerSampleSelector(GreedySelector):
         return self._crit
 
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
-        if (codes < 0).any():
-            raise ValueError(f"{type(self).__name__} needs complete data: X has missing values (NaN/None or "
-                             "code -1); impute them or drop those rows")
+        def check() -> None:
+            if (codes < 0).any():
+                raise ValueError(f"{type(self).__name__} needs complete data: X has missing values (NaN/None or "
+                                 "code -1); impute them or drop those rows")
+
+        if self._dist_on:  # a rank with missing values makes every rank raise
+            from .. import _distributed
+
+            _distributed.agree(check)
+        else:
+            check()
         out = super()._select(codes, cards, y, n_classes, k, device, dtype)
         if isinstance(self._crit, VariationalCriterion):
             self.n_restarts_ = self._crit.n_restarts
@@ -334,7 +361,7 @@ class PDA(_PerSampleSelector):
 
     def __init__(self, k: int | str = 10, *, distribution: str = "amd", framework: str = "mi", k1: int = 1,
                  k2: int = 1, restart_threshold: float = 0.01, discretizer: Any = "uniform", n_bins: int = 5,
-                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None) -> None:
+                 missing_values: Any = None, base: Any = "e", device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.distribution = distribution
         self.framework = framework
@@ -347,6 +374,7 @@ class PDA(_PerSampleSelector):
         self.base = base
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _pda_args(self) -> tuple[str, str, int, int]:
         return self.distribution, self.framework, self.k1, self.k2
@@ -401,7 +429,7 @@ class VMI(_PerSampleSelector):
 
     def __init__(self, k: int | str = 10, *, q: str = "pairwise", restart_threshold: float = 0.01,
                  discretizer: Any = "uniform", n_bins: int = 5, missing_values: Any = None, base: Any = "e",
-                 device: Any = "auto", dtype: Any = None) -> None:
+                 device: Any = "auto", dtype: Any = None, distributed: bool = False) -> None:
         self.k = k
         self.q = q
         self.restart_threshold = restart_threshold
@@ -411,6 +439,7 @@ class VMI(_PerSampleSelector):
         self.base = base
         self.device = device
         self.dtype = dtype
+        self.distributed = distributed
 
     def _pda_args(self) -> tuple[str, str, int, int]:
         order = 0 if self.q == "naive" else 1
