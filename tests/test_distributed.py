@@ -100,6 +100,7 @@ def reference():
     return _reference()
 
 
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_two_ranks_uneven_split_match_single_process(reference):
     """Codes, raw data (three discretizers), sample weights, both inits and select_rank on an uneven split."""
     cuts = [0, 700, 2400]
@@ -115,6 +116,7 @@ def _job_zero(rank, world):
     return _fits(X[s], y[s], distributed=True), (enc.codes, enc.cardinalities)
 
 
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_rank_with_zero_rows(reference):
     results = run_ranks(_job_zero, 2)
     for status, (fits, (_, cards)) in results:
@@ -146,6 +148,7 @@ def _job_faults(rank, world):
     return caught
 
 
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_faults_raise_on_every_rank_naming_the_rank():
     results = run_ranks(_job_faults, 2)
     for status, caught in results:

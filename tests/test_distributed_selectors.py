@@ -117,6 +117,7 @@ def test_two_ranks_uneven_split_match_single_process(reference):
     _check(run_ranks(_job, 2, ([0, 233, M], None)), reference)
 
 
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_rank_with_zero_rows(reference):
     names = {"jmi", "cmim_lazy", "rmrmr", "pda_amd", "vmi", "trace_ratio", "spec_phi3", "jmi_codes_resamples"}
     ref = {k: v for k, v in reference.items() if k in names or k == "select_features_icap"}
@@ -175,6 +176,7 @@ def _job_faults(rank, world):
     return out
 
 
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_faults_raise_on_every_rank_naming_the_rank():
     results = run_ranks(_job_faults, 2)
     for status, out in results:

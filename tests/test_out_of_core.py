@@ -196,6 +196,7 @@ def _job_parquet_shards(rank, world, folder):
                                    for m in models]
 
 
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_two_gloo_ranks_read_their_parquet_shards(tmp_path, dtype):
     dist = pytest.importorskip("torch.distributed")
     if not dist.is_available():
