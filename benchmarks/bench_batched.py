@@ -71,6 +71,7 @@ def warm(device):
 
 def main(argv=None):
     ap = SCRIPT.bench_parser("k = 10, B = 10 bootstrap, MNIST-5k only", peers=False)
+    ap.add_argument("--methods", default="", help="comma-separated subset of the methods (default: all)")
     ap.add_argument("--separate-runs", type=int, default=5,
                     help="separate calls timed per row; B = 100 is extrapolated from them (default 5)")
     args = SCRIPT.start(ap, argv, warm)
@@ -84,7 +85,10 @@ def main(argv=None):
         for data, Xd, yd in sets:
             for wname, W in weight_sets(len(yd), 10 if args.quick else 100).items():
                 B = W.shape[1]
+                wanted = [m for m in args.methods.split(",") if m]
                 for method, make in {**NATIVE, **REPEATED}.items():
+                    if wanted and method not in wanted:
+                        continue
                     n_sep = min(B, args.separate_runs)
                     sep_times, sep_sel = [], []
                     for b in range(n_sep):

@@ -49,6 +49,16 @@ class PreparedData:
         return rows, merged.index_add_(0, inverse, W)
 
 
+
+def _check_alphabets(cards: np.ndarray, limit: int) -> None:
+    """Refuse a variable with more than ``limit`` (``max_categories``) values."""
+    big = np.flatnonzero(cards > limit)
+    if big.size:
+        raise ValueError(
+            f"variable {int(big[0])} has an alphabet of {int(cards[big[0]])} values, above max_categories={limit}; "
+            "discretize it first (tensorprob.discretize) or raise the limit with "
+            "tensorprob.config_context(max_categories=...)")
+
 def _is_code_array(X: Any) -> bool:
     if torch.is_tensor(X):
         return not X.is_floating_point() and X.dtype != torch.bool and not X.is_complex()
@@ -115,13 +125,7 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
                 raise ValueError(f"column {int(over[0])} has code {int(codes[:, over[0]].max())} >= its "
                                  f"cardinality {int(cards[over[0]])}")
         names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(codes.shape[1])]
-        big = np.flatnonzero(cards > limit)
-        if big.size:
-            raise ValueError(
-                f"variable {int(big[0])} has an alphabet of {int(cards[big[0]])} values, above max_categories={limit}; "
-                "discretize it first (tensorprob.discretize) or raise the limit with "
-                "tensorprob.config_context(max_categories=...)"
-            )
+        _check_alphabets(cards, limit)
     else:
         enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
         codes, cards, names, encoder = enc.codes, enc.cardinalities, enc.feature_names, enc.encoder
@@ -240,12 +244,7 @@ def _prepare_distributed(X: Any, y: Any, *, cardinalities: Sequence[int] | None,
         else:
             cards = np.asarray(cards_given, dtype=np.int64)
         names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(codes.shape[1])]
-        big = np.flatnonzero(cards > limit)
-        if big.size:
-            raise ValueError(
-                f"variable {int(big[0])} has an alphabet of {int(cards[big[0]])} values, above max_categories={limit}; "
-                "discretize it first (tensorprob.discretize) or raise the limit with "
-                "tensorprob.config_context(max_categories=...)")
+        _check_alphabets(cards, limit)
     else:
         enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values, distributed=True)
         codes, cards, names, encoder = enc.codes, enc.cardinalities, enc.feature_names, enc.encoder

@@ -574,14 +574,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                         table.setdefault(kv, v)
                 except TypeError as exc:
                     raise TypeError(f"column {names[j]!r} holds unhashable values ({exc})") from None
-                order = _sort_keys(list(table))
-                self._check_limit(names[j], len(order), limit)
-                index = {kv: i for i, kv in enumerate(order)}
-                uniq = np.empty(len(order), dtype=object)
-                uniq[:] = [table[kv] for kv in order]
-                kinds.append("categorical")
-                cats.append(uniq)
-                lookup.append(index)
+                index = self._add_categories(table, names[j], limit, kinds, cats, lookup)
                 codes[:, j] = -1
                 codes[~miss, j] = np.fromiter((index[kv] for kv in keys), dtype=np.int64, count=len(keys))
             else:
@@ -759,14 +752,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     part = rk[j][1] if rk[j][0] == "object" else {_key(v): v for v in rk[j][2]}
                     for kv, v in part.items():
                         table.setdefault(kv, v)
-                order = _sort_keys(list(table))
-                self._check_limit(names[j], len(order), limit)
-                index = {kv: i for i, kv in enumerate(order)}
-                uniq = np.empty(len(order), dtype=object)
-                uniq[:] = [table[kv] for kv in order]
-                kinds.append("categorical")
-                cats.append(uniq)
-                lookup.append(index)
+                index = self._add_categories(table, names[j], limit, kinds, cats, lookup)
                 codes[:, j] = -1
                 vals = col[~miss]
                 codes[~miss, j] = np.fromiter((index[_key(v)] for v in vals), dtype=np.int64, count=len(vals))
@@ -800,6 +786,18 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._cont_idx = cont_idx
         self._lookup = lookup
         return _compact(codes, cards)
+
+    def _add_categories(self, table: dict, name: str, limit: int, kinds: list, cats: list, lookup: list) -> dict:
+        """Record a categorical column whose values are ``table`` (key -> value); return its key -> code map."""
+        order = _sort_keys(list(table))
+        self._check_limit(name, len(order), limit)
+        index = {kv: i for i, kv in enumerate(order)}
+        uniq = np.empty(len(order), dtype=object)
+        uniq[:] = [table[kv] for kv in order]
+        kinds.append("categorical")
+        cats.append(uniq)
+        lookup.append(index)
+        return index
 
     @staticmethod
     def _check_limit(name: str, size: int, limit: int) -> None:

@@ -225,8 +225,6 @@ class CMIMCriterion(_SumsCriterion):
     def _use_lazy(self, data: SelectionData) -> bool:
         if not isinstance(self.lazy, str):  # True / False (NumPy bools included)
             return bool(self.lazy)
-        if getattr(self, "in_batch", False):  # a batch counts every member's full tables in one product
-            return False
         cells = data.max_card ** 2 * data.n_classes
         return data.codes.device.type == "cpu" and data.n_features * (data.budget_rows + cells) >= LAZY_MIN_WORK
 

@@ -190,7 +190,7 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
     Parameters
     ----------
     criteria : list of Criterion
-        One fresh criterion per member (``in_batch`` is set on each).
+        One fresh criterion per member.
     batch : tensorprob.counting._batched.BatchedSelectionData
     k : int
 
@@ -203,7 +203,6 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
     B = len(members)
     batch.count_class_tables()
     for c, d in zip(criteria, members):
-        c.in_batch = True
         c.start(d)
     N = members[0].n_features
     dev = batch.codes.device
