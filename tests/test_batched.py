@@ -259,3 +259,22 @@ def test_stability_selection_planted_signal():
                                  random_state=0)
     assert res.frequencies[6] == 1.0 and res.frequencies[:6].sum() == 0.0
     assert res.stable_features(0.6).tolist() == [6]
+
+
+def test_protocols_run_their_splits_as_one_batch():
+    """On integer codes the batched protocol selects exactly what the per-split fits select."""
+    pytest.importorskip("pandas")
+    from tensorprob.evaluation import cv_protocol, holdout_protocol
+
+    X, y = _codes(seed=14, M=240, N=10)
+    sels = {"jmi": tp.JMI(), "mrmr": tp.MRMR(), "pda": tp.PDA()}
+    for run in (lambda b: holdout_protocol(sels, X, y, ks=[1, 3, 5], n_repeats=3, progress=False, batched=b,
+                                           return_fitted=True),
+                lambda b: cv_protocol(sels, X, y, ks=[2, 4], n_splits=4, progress=False, batched=b,
+                                      classifiers=("1nn",), return_fitted=True)):
+        one, fit_one = run(False)
+        batch, fit_batch = run(True)
+        cols = ["method", "split", "classifier", "k", "accuracy"]
+        assert one[cols].equals(batch[cols])
+        for (name, i), sel in fit_one.items():
+            np.testing.assert_array_equal(sel.selected_, fit_batch[(name, i)].selected_[i])

@@ -77,6 +77,16 @@ class SelectionData:
 
         Every count of rows goes through here right after it is counted: tables, and the
         sums over rows of the per-sample criteria. Every rank receives the same values.
+
+        Parameters
+        ----------
+        T : torch.Tensor
+            This rank's counts or sums.
+
+        Returns
+        -------
+        torch.Tensor
+            The sum over all ranks, of ``T``'s shape and dtype.
         """
         if not self.distributed:
             return T

@@ -26,6 +26,16 @@ dataset : str, default=""
     Value of the ``dataset`` column.
 return_fitted : bool, default=False
     Also return the fitted selectors, keyed by ``(method, split)``.""",
+    "batched": """\
+batched : bool, default=False
+    Fit each selector once for all splits, ``fit(X, y, resamples=W)`` with the training masks
+    as ``W`` (one batch: the count-based criteria advance all splits' selections together; see
+    :func:`tensorprob.stability_selection`), instead of once per split. The selections are
+    those of ``fit(X, y, sample_weight=mask)``: the selector's encoding (categories,
+    equal-width bin edges) is then learned from all rows, test rows included (unsupervised; a
+    supervised ``discretizer="mdl"`` is refused), where the per-split fit learns it on the
+    training part only. ``select_seconds`` is the batch's time divided by the number of splits.
+    Selectors fitted on integer codes (or with ``tp.Encoded``) select the same either way.""",
     "protocol_returns": """\
 pandas.DataFrame, or (pandas.DataFrame, dict) with ``return_fitted``
     The rows of :func:`evaluate_splits` (and the fitted selectors).""",
@@ -48,4 +58,5 @@ value : str, default="error"
 }
 # the options every protocol ends with, in signature order: composed, so the text stays in one place
 EVAL_FRAGMENTS["protocol_options"] = "\n".join(
-    (EVAL_FRAGMENTS["split_seed"], FRAGMENTS["progress"], EVAL_FRAGMENTS["dataset_fitted"]))
+    (EVAL_FRAGMENTS["split_seed"], FRAGMENTS["progress"], EVAL_FRAGMENTS["dataset_fitted"],
+     EVAL_FRAGMENTS["batched"]))

@@ -94,7 +94,7 @@ def _classifier_specs(classifiers: Any) -> list[tuple[str, Any]]:
 @fill_doc(**EVAL_FRAGMENTS)
 def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.ndarray, np.ndarray]], ks: Sequence[int],
                     classifiers: Any = ("1nn",), *, progress: bool = True, dataset: str = "",
-                    return_fitted: bool = False):
+                    return_fitted: bool = False, batched: bool = False):
     """Select on every training part, score every k prefix with every classifier on the test part.
 
     Parameters
@@ -115,6 +115,7 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
         name of the estimator.
     %(progress)s
     %(dataset_fitted)s
+    %(batched)s
 
     Returns
     -------
@@ -136,16 +137,32 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
     specs = _classifier_specs(classifiers)
     records, fitted = [], {}
     jobs = [(name, s, i, tr, te) for name, s in selectors.items() for i, (tr, te) in enumerate(splits)]
+    batches: dict[str, tuple[Any, float]] = {}
+    if batched:  # one fit per method for all splits: the training masks as a batch of weight vectors
+        masks = np.zeros((len(y), len(splits)))
+        for i, (tr, _) in enumerate(splits):
+            masks[tr, i] = 1.0
+        for name, proto in selectors.items():
+            t0 = time.perf_counter()
+            sel = clone(proto).set_params(k=kmax).fit(X, y, resamples=masks)
+            batches[name] = (sel, (time.perf_counter() - t0) / len(splits))
     bar = progress_bar(len(jobs), f"evaluating {dataset}".strip()) if progress else _NoBar()
     with bar:
         for name, proto, i, tr, te in jobs:
-            sel = clone(proto).set_params(k=kmax)
-            t0 = time.perf_counter()
-            sel.fit(_rows(X, tr), y[tr])
-            secs = time.perf_counter() - t0
-            if return_fitted:
-                fitted[(name, i)] = sel
-            order = np.asarray(sel.selected_)
+            if batched:
+                sel, secs = batches[name]
+                order = np.asarray(sel.selected_[i])
+                order = order[order >= 0]
+                if return_fitted:
+                    fitted[(name, i)] = sel
+            else:
+                sel = clone(proto).set_params(k=kmax)
+                t0 = time.perf_counter()
+                sel.fit(_rows(X, tr), y[tr])
+                secs = time.perf_counter() - t0
+                if return_fitted:
+                    fitted[(name, i)] = sel
+                order = np.asarray(sel.selected_)
             for label, spec in specs:
                 for k in ks:
                     cols = order[: int(k)]
@@ -161,7 +178,7 @@ def evaluate_splits(selectors: dict, X: Any, y: Any, splits: Sequence[tuple[np.n
 @fill_doc(**EVAL_FRAGMENTS)
 def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tuple(range(1, 51)),
                      n_repeats: int = 10, test_size: float = 0.3, classifier: Any = "1nn", random_state: Any = 0,
-                     progress: bool = True, dataset: str = "", return_fitted: bool = False):
+                     progress: bool = True, dataset: str = "", return_fitted: bool = False, batched: bool = False):
     """Paper 000's protocol: repeated stratified hold-out splits, classifier accuracy against k.
 
     Parameters
@@ -189,7 +206,7 @@ def holdout_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] = tup
     y = np.asarray(y)
     ks = [k for k in ks if k <= to_numeric(X).shape[1]]
     return evaluate_splits(selectors, X, y, holdout_splits(y, n_repeats, test_size, random_state), ks, classifier,
-                           progress=progress, dataset=dataset, return_fitted=return_fitted)
+                           progress=progress, dataset=dataset, return_fitted=return_fitted, batched=batched)
 
 
 @fill_doc(**EVAL_FRAGMENTS)
@@ -219,7 +236,7 @@ def holdout_splits(y: Any, n_repeats: int = 10, test_size: float = 0.3, random_s
 @fill_doc(**EVAL_FRAGMENTS)
 def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = None, n_splits: int = 10,
                 n_repeats: int = 1, classifiers: Any = ("linear_svm",), random_state: Any = 0,
-                progress: bool = True, dataset: str = "", return_fitted: bool = False):
+                progress: bool = True, dataset: str = "", return_fitted: bool = False, batched: bool = False):
     """Papers 001/002 (and 004 with repeats): classifier error of every k prefix under cross-validation.
 
     ``n_splits``-fold stratified CV, repeated ``n_repeats`` times; leave-one-out when there are
@@ -266,7 +283,7 @@ def cv_protocol(selectors: dict, X: Any, y: Any, *, ks: Sequence[int] | None = N
         rskf = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=n_repeats, random_state=_seed(random_state))
         splits = list(rskf.split(np.zeros(len(y)), y))
     return evaluate_splits(selectors, X, y, splits, ks, classifiers, progress=progress, dataset=dataset,
-                           return_fitted=return_fitted)
+                           return_fitted=return_fitted, batched=batched)
 
 
 def summarize(results) -> Any:

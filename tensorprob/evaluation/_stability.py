@@ -345,6 +345,7 @@ class StabilitySelection:
         Returns
         -------
         numpy.ndarray of int
+            The indices of those features.
         """
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")

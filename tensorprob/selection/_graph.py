@@ -294,7 +294,7 @@ class SPEC(RealSelector):
         supervised similarity ``phi_2`` is the within-class over the total scatter, which does
         not change when a feature is shifted or scaled.
     n_eigenvectors : int or None, default=None
-        kappa of ``phi_3``: the number of eigenpairs counted from the smallest eigenvalue, the
+        The kappa of ``phi_3``: the number of eigenpairs counted from the smallest eigenvalue, the
         trivial one included (so kappa - 1 terms). None: the number of classes. Ignored by the
         other modes. Values above n_samples count as n_samples.
     %(device)s
