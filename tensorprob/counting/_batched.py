@@ -92,7 +92,8 @@ class BatchedSelectionData:
         # share a pick's count among all members when they differ from unit weights on few rows
         # (fold masks): then counting every member against a pick costs about two passes
         # (a global decision: it sets which counts, hence which collectives, each step makes)
-        differing = base.reduce(torch.stack([(W != 1).to(torch.float64).sum(), torch.tensor(float(W.numel()))]))
+        differing = base.reduce(torch.stack([(W != 1).to(torch.float64).sum(),
+                                             torch.tensor(float(W.numel()), dtype=torch.float64, device=W.device)]))
         self._share = B > 1 and float(differing[0]) <= SHARE_MAX_DIFFERING * float(differing[1])
         self._row_major: torch.Tensor | None = None
 
@@ -172,9 +173,6 @@ class BatchedSelectionData:
         self._pending = dict(picks)
         for b, j in picks.items():
             self._picked[b].add(j)
-            entry = self._cache.get(j)
-            if entry is not None and b in entry and b not in picks:  # pragma: no cover - defensive
-                del entry[b]
 
     def finished(self, b: int) -> None:
         """Member ``b`` has made its last pick: drop what was kept for it."""

@@ -40,7 +40,7 @@ from ..encoding._encode import (
     _user_missing,
     check_classification_target,
 )
-from ._validation import PreparedData, _check_weights, _is_code_array
+from ._validation import PreparedData, _check_weights, _is_code_array, _weight_scale
 
 _STREAM_STRATEGIES = ("uniform", "auto")
 
@@ -383,17 +383,9 @@ def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n
         (rows, W), npos, total = second_pass()
     if not no_w:
         K = W.shape[1]
-        if distributed:
-            _distributed.check_same("number of weight sets (sample_weight columns)", K)
-            local = np.concatenate([np.zeros(2 * K) if npos is None else np.concatenate([npos, total])])
-            both = _distributed.all_reduce_sum(torch.as_tensor(local)).numpy()
-            npos, total = both[:K], both[K:]
-        zero = np.flatnonzero(~(total > 0))
-        if zero.size:
-            raise ValueError(f"sample_weight column {int(zero[0])} sums to zero: no data to fit")
-        if not np.isfinite(total).all():
-            raise ValueError("sample_weight is too large: its sum overflows float64")
-        W = W * torch.as_tensor(npos / total)[None, :]
+        if npos is None:  # a rank that read no chunk: nothing to add to the totals of all ranks
+            npos, total = np.zeros(K), np.zeros(K)
+        W = W * torch.as_tensor(_weight_scale(npos, total, distributed))[None, :]
     chunks.n_rows_ = int(n_rows)
     chunks.n_distinct_ = int(rows.shape[0])
     prep = PreparedData(np.zeros((0, cards.size), dt), cards, names, target, classes, encoder)

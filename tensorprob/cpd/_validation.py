@@ -270,19 +270,35 @@ def _prepare_distributed(X: Any, y: Any, *, cardinalities: Sequence[int] | None,
     return PreparedData(_compact(np.asarray(codes), cards), cards, list(names), target, classes, encoder)
 
 
-def _global_weight_scale(w: np.ndarray) -> np.ndarray:
-    """Rescale this rank's validated (n_rows, K) weights with the positive counts and totals of all ranks."""
-    _distributed.check_same("number of weight sets (sample_weight columns)", w.shape[1])
-    local = torch.as_tensor(np.concatenate([(w > 0).sum(0).astype(np.float64), w.sum(0)]))
-    both = _distributed.all_reduce_sum(local).numpy()
-    K = w.shape[1]
-    npos, total = both[:K], both[K:]
+def _weight_scale(npos: np.ndarray, total: np.ndarray, distributed: bool = False) -> np.ndarray:
+    """The factor ``npos / total`` that makes each weight set sum to its number of positive weights.
+
+    ``npos`` and ``total`` (K,) are the positive-weight counts and weight totals of the rows
+    seen here; with ``distributed`` they are this rank's, and are summed over all ranks first
+    (after checking that every rank has the same K).
+
+    Raises
+    ------
+    ValueError
+        A weight set whose total is 0 (no data to fit) or overflows float64.
+    """
+    K = total.shape[0]
+    if distributed:
+        _distributed.check_same("number of weight sets (sample_weight columns)", K)
+        both = _distributed.all_reduce_sum(torch.as_tensor(np.concatenate([npos, total]).astype(np.float64))).numpy()
+        npos, total = both[:K], both[K:]
     zero = np.flatnonzero(~(total > 0))
     if zero.size:
-        raise ValueError(f"sample_weight column {int(zero[0])} sums to zero over all ranks: no data to fit")
+        where = " over all ranks" if distributed else ""
+        raise ValueError(f"sample_weight column {int(zero[0])} sums to zero{where}: no data to fit")
     if not np.isfinite(total).all():
         raise ValueError("sample_weight is too large: its sum overflows float64")
-    return w * (npos / total)[None, :]
+    return npos / total
+
+
+def _global_weight_scale(w: np.ndarray) -> np.ndarray:
+    """Rescale this rank's validated (n_rows, K) weights with the positive counts and totals of all ranks."""
+    return w * _weight_scale((w > 0).sum(0).astype(np.float64), w.sum(0), distributed=True)[None, :]
 
 
 def _check_weights(sample_weight: Any, n_rows: int, local: bool = False) -> np.ndarray:
@@ -312,12 +328,7 @@ def _check_weights(sample_weight: Any, n_rows: int, local: bool = False) -> np.n
         return w
     with np.errstate(over="ignore"):
         total = w.sum(0)
-    zero = np.flatnonzero(~(total > 0))
-    if zero.size:
-        raise ValueError(f"sample_weight column {int(zero[0])} sums to zero: no data to fit")
-    if not np.isfinite(total).all():
-        raise ValueError("sample_weight is too large: its sum overflows float64")
-    return w * ((w > 0).sum(0) / total)[None, :]
+    return w * _weight_scale((w > 0).sum(0), total)[None, :]
 
 
 def _check_int(name: str, value: Any, low: int) -> int:

@@ -616,14 +616,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 dj += 1
             else:
                 cards[j] = max(1, len(cats[j]))
-        self.feature_names_ = list(names)
-        self.kinds_ = kinds
-        self.categories_ = cats
-        self.discretized_ = [names[j] for j in cont_idx]
-        self.cardinalities_ = cards
-        self._cont_idx = cont_idx
-        self._lookup = lookup
-        return _compact(codes, cards)
+        return self._finish(codes, cards, names, kinds, cats, cont_idx, lookup)
 
     def _fit_distributed(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
         """:meth:`fit_transform` on this rank's rows, with the categories and bins of all ranks' rows.
@@ -778,6 +771,11 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
         cards = np.array([self.discretizer_.n_bins_[cont_idx.index(j)] if kinds[j] == "discretized"
                           else max(1, len(cats[j])) for j in range(len(cols))], dtype=np.int64)
+        return self._finish(codes, cards, names, kinds, cats, cont_idx, lookup)
+
+    def _finish(self, codes: np.ndarray, cards: np.ndarray, names: Sequence[str], kinds: list, cats: list,
+                cont_idx: list, lookup: list) -> np.ndarray:
+        """Set the fitted attributes; return the codes in their compact dtype."""
         self.feature_names_ = list(names)
         self.kinds_ = kinds
         self.categories_ = cats

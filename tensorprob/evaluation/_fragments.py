@@ -34,8 +34,10 @@ batched : bool, default=False
     those of ``fit(X, y, sample_weight=mask)``: the selector's encoding (categories,
     equal-width bin edges) is then learned from all rows, test rows included (unsupervised; a
     supervised ``discretizer="mdl"`` is refused), where the per-split fit learns it on the
-    training part only. ``select_seconds`` is the batch's time divided by the number of splits.
-    Selectors fitted on integer codes (or with ``tp.Encoded``) select the same either way.""",
+    training part only. ``select_seconds`` is the batch's time divided by the number of splits;
+    with ``return_fitted`` every split of a method maps to its one batched selector (split i's
+    selection is its ``selected_[i]``). Selectors fitted on integer codes (or with
+    ``tp.Encoded``) select the same either way.""",
     "protocol_returns": """\
 pandas.DataFrame, or (pandas.DataFrame, dict) with ``return_fitted``
     The rows of :func:`evaluate_splits` (and the fitted selectors).""",

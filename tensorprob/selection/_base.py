@@ -53,7 +53,8 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     method_aliases: ClassVar[tuple[str, ...]] = ()
     #: True where the method weights its statistics itself (the count-based criteria: weighted
     #: counts, and a batch of weight vectors counted together); otherwise a weight vector is
-    #: applied by repeating each row as many times as its (integral) weight.
+    #: applied by repeating each row as many times as its (integral) weight. Only a
+    #: GreedySelector (which implements ``_select_weighted``) may set it.
     _native_weights: ClassVar[bool] = False
     #: Whether the running fit is data-parallel (set by ``fit`` from ``distributed``).
     _dist_on: bool = False
@@ -428,11 +429,6 @@ class CodedSelector(_BaseSelector):
         return self._each_weight(W, lambda rows: self._select(codes[rows], cards, y_codes[rows], n_classes, k,
                                                               device, dtype))
 
-    def _select_weighted(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
-                         device: torch.device, dtype: torch.dtype, W: np.ndarray) -> tuple[list, list]:
-        """B weighted selections (lists of B picks and scores); only where ``_native_weights``."""
-        raise NotImplementedError
-
     @abstractmethod
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
                 device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
@@ -467,6 +463,7 @@ class GreedySelector(CodedSelector):
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
 
     def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
+        """B weighted selections (lists of B picks and of B score lists), the batch counted together."""
         from ..counting._batched import BatchedSelectionData
         from ._greedy import greedy_forward, greedy_forward_batched
 
