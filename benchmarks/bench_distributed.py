@@ -1,13 +1,21 @@
-"""Data-parallel EM (``distributed=True``) on 1, 2 and 4 Gloo processes on localhost.
+"""Data-parallel EM and greedy selection (``distributed=True``) on 1, 2 and 4 Gloo processes on localhost.
 
-For each data set and number of processes the script fits one rank-20 CPD (``init="random"``,
-``tol=0`` so that every run does the same number of iterations) with the rows split evenly
-over the processes, and reports, as the median of ``--repeats`` runs (3 by default):
+For each data set and number of processes, with the rows split evenly over the processes and
+one torch thread per process, the script reports the median of ``--repeats`` runs (3 by
+default; per run the slowest process sets the time) of:
 
-* seconds per EM iteration (from the EM callback's time stamps, setup excluded),
-* bytes all-reduced per iteration by each process (the one flat float64 buffer),
-* the communication share: seconds spent inside the all-reduce over the seconds of the
-  iterations (the all-reduce also waits for the slowest process, so imbalance counts here).
+* EM: one rank-20 CPD (``init="random"``, ``tol=0`` so that every run does the same number
+  of iterations): seconds per iteration (from the EM callback's time stamps, setup
+  excluded), bytes all-reduced per iteration by each process (the one flat float64 buffer)
+  and the communication share (seconds inside the all-reduce, which includes waiting for the
+  slowest process, over the seconds of the iterations);
+* greedy selection: JMI in float64, seconds per greedy step as (time of ``k = 1 + steps`` -
+  time of ``k = 1``) / steps, so that the setup and the relevance pass cancel, with the bytes
+  all-reduced per step and the communication share over the same difference.
+
+It then projects, on paper, the EM iteration to 8-64 GPUs with NCCL from the 1-process cost
+per row and the measured all-reduce size (the assumed link bandwidths, latency and GPU
+speed-ups are printed with the table; see ``_projection``).
 
 Data sets: a planted 1,000,000 x 100 set (5 values per variable) and a planted 70,000 x 785
 set (``make_planted("planted-mnist70k")``, the label as the last variable); ``--small`` runs
@@ -46,7 +54,7 @@ def _data(shape):
     return np.column_stack([np.asarray(d.X), np.asarray(d.y)]).astype(np.int8)
 
 
-def _worker(rank, world, port, shape, n_iter, repeats, queue):
+def _worker(rank, world, port, shape, n_iter, n_steps, repeats, queue):
     import torch
     import torch.distributed as dist
 
@@ -75,11 +83,25 @@ def _worker(rank, world, port, shape, n_iter, repeats, queue):
         iters = len(stamps) - 1
         comm = marks[-1][0] - marks[0][0]
         runs.append((span / iters, (marks[-1][1] - marks[0][1]) / iters, comm / span))
+    steps = []
+    Xf, yl = X[lo:hi, :-1], X[lo:hi, -1]
+    for _ in range(repeats):
+        # seconds per greedy step: JMI with k = 1 + n_steps minus JMI with k = 1 (the relevance pass
+        # and the setup cancel), bytes and seconds of all-reduce over the same difference
+        out = []
+        for k in (1, 1 + n_steps):
+            _distributed.reset_stats()
+            dist.barrier()
+            t0 = time.perf_counter()
+            tp.JMI(k=k, discretizer=None, device="cpu", dtype="float64", distributed=True).fit(Xf, yl)
+            out.append((time.perf_counter() - t0, _distributed.STATS["seconds"], _distributed.STATS["bytes"]))
+        (t1, c1, b1), (t2, c2, b2) = out
+        steps.append(((t2 - t1) / n_steps, (b2 - b1) / n_steps, (c2 - c1) / (t2 - t1) if t2 > t1 else float("nan")))
     dist.destroy_process_group()
-    queue.put((rank, runs))
+    queue.put((rank, runs, steps, hi - lo))
 
 
-def _run(shape, world, n_iter, repeats):
+def _run(shape, world, n_iter, n_steps, repeats):
     import torch.multiprocessing as mp
 
     with socket.socket() as s:
@@ -87,16 +109,79 @@ def _run(shape, world, n_iter, repeats):
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, world, port, shape, n_iter, repeats, queue)) for r in range(world)]
+    procs = [ctx.Process(target=_worker, args=(r, world, port, shape, n_iter, n_steps, repeats, queue))
+             for r in range(world)]
     for p in procs:
         p.start()
-    out = dict(queue.get() for _ in range(world))
+    out = {r: rest for r, *rest in (queue.get() for _ in range(world))}
     for p in procs:
         p.join()
-    # per repeat, the slowest process sets the time; the median over repeats is reported
-    per_repeat = [max((out[r][i] for r in range(world)), key=lambda t: t[0]) for i in range(repeats)]
-    med = lambda k: statistics.median(t[k] for t in per_repeat)  # noqa: E731
-    return med(0), med(1), med(2)
+    if any(p.exitcode for p in procs):
+        raise RuntimeError(f"a worker failed: exit codes {[p.exitcode for p in procs]}")
+
+    def med(which):
+        # per repeat, the slowest process sets the time; the median over repeats is reported
+        per_repeat = [max((out[r][which][i] for r in range(world)), key=lambda t: t[0]) for i in range(repeats)]
+        return tuple(statistics.median(t[k] for t in per_repeat) for k in range(3))
+
+    return med(0), med(1), sum(out[r][2] for r in range(world))
+
+
+# The projection to many GPUs (printed after the measured tables). Assumptions, all stated in the output:
+# * bandwidth: NCCL bus bandwidth of large all-reduces, about 450 GB/s on 8 x H100 SXM over NVLink 4 /
+#   NVSwitch (nccl-tests reference figures: 460-480 GB/s busbw) and about 45 GB/s per GPU across nodes
+#   on 400 Gb/s InfiniBand NDR (one NIC per GPU; published multi-node busbw is 35-50 GB/s);
+#   a ring moves 2 (p - 1) / p of the buffer through each GPU's link;
+# * latency: our buffers are < 1 MiB, where NCCL's all-reduce costs tens of microseconds whatever the
+#   size: 20 us within a node, plus 2 log2(nodes) x 10 us for the tree across nodes;
+# * compute: the measured 1-process CPU seconds per row divided by an assumed GPU speed-up over one CPU
+#   core; two values bracket it (100x: gather/scatter bound at a few hundred GB/s; 1000x: the
+#   ratio of peak memory bandwidth and FLOP rate of an H100 to one core).
+LINKS = (("NVLink", 450e9), ("InfiniBand NDR", 45e9))
+NODE_LATENCY_S, TREE_HOP_S = 20e-6, 10e-6
+# * a fixed cost per iteration on a GPU, whatever the rows: about 30 eager kernel launches of the E- and
+#   M-steps at about 5 us each
+GPU_FIXED_S = 150e-6
+GPU_SPEEDUPS = (100, 1000)
+
+
+def _allreduce_seconds(nbytes: float, p: int) -> tuple[str, float]:
+    import math
+
+    name, link = LINKS[0] if p <= 8 else LINKS[1]
+    latency = NODE_LATENCY_S + (2 * math.log2(p / 8) * TREE_HOP_S if p > 8 else 0.0)
+    return name, 2 * (p - 1) / p * nbytes / link + latency
+
+
+def _projection(measured: dict) -> list[str]:
+    lines = ["", "## Projection to 8-64 GPUs with NCCL (on paper, from the 1-process figures above)", "",
+             "Model: seconds per EM iteration = fixed + (1-process CPU seconds per row / GPU speed-up) x rows / p "
+             "+ all-reduce of the measured buffer: 2 (p - 1) / p x bytes / bandwidth + latency. Assumed: 8 GPUs "
+             f"per node; bandwidth {LINKS[0][1] / 1e9:.0f} GB/s within a node (NVLink 4 / NVSwitch, H100 SXM; "
+             f"nccl-tests reference busbw 460-480 GB/s) and {LINKS[1][1] / 1e9:.0f} GB/s per GPU across nodes "
+             "(400 Gb/s InfiniBand NDR per GPU; published multi-node busbw 35-50 GB/s); latency of a small "
+             f"all-reduce {NODE_LATENCY_S * 1e6:.0f} us within a node plus 2 log2(nodes) x "
+             f"{TREE_HOP_S * 1e6:.0f} us across nodes (NCCL's tree). GPU speed-up over one CPU core assumed "
+             f"{GPU_SPEEDUPS[0]}x and {GPU_SPEEDUPS[1]}x (NOT measured: no GPU was lent to this session; "
+             f"`python benchmarks/bench_gpu.py` calibrates it), plus a fixed {GPU_FIXED_S * 1e6:.0f} us per "
+             "iteration (about 30 eager kernel launches). Efficiency: the 1-GPU time over p times the p-GPU "
+             "time.", "",
+             "| data | GPU speed-up | p | rows / GPU | link | compute s / iter | all-reduce s / iter | efficiency |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+    rows = []
+    for name, (sec_per_iter, nbytes, n_rows) in measured.items():
+        rows.append((name, sec_per_iter, nbytes, n_rows))
+        # the same data 100 times taller: the compute grows with the rows, the all-reduce does not
+        rows.append((f"{name} x 100 rows (extrapolated)", 100 * sec_per_iter, nbytes, 100 * n_rows))
+    for name, sec_per_iter, nbytes, n_rows in rows:
+        for speedup in GPU_SPEEDUPS:
+            one = sec_per_iter / speedup
+            for p in (8, 16, 32, 64):
+                link_name, comm = _allreduce_seconds(nbytes, p)
+                comp = GPU_FIXED_S + one / p
+                lines.append(f"| {name} | {speedup}x | {p} | {n_rows // p:,} | {link_name} | {comp:.2e} | {comm:.2e} | "
+                             f"{(GPU_FIXED_S + one) / (p * (comp + comm)):.0%} |")
+    return lines
 
 
 def main() -> None:
@@ -104,29 +189,49 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="small data, few iterations: checks that the script works")
     ap.add_argument("--procs", default="1,2,4", help="numbers of processes (default 1,2,4)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=10, help="greedy steps timed (JMI k = 1 + steps vs k = 1)")
     ap.add_argument("--out", default=None, help="also write the Markdown table here")
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _common import machine
 
     try:
+        here = os.path.dirname(os.path.abspath(__file__))
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+                                cwd=here).stdout.strip() or "unknown"
+        if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                          cwd=here).stdout.strip():
+            commit += " (with uncommitted changes)"
     except OSError:
         commit = "unknown"
     sets = SMALL if args.small else SETS
-    lines = [f"# Data-parallel EM on torch.distributed (Gloo, localhost){' - small' if args.small else ''}", "",
-             f"machine: {machine()}; python {platform.python_version()}; date: {datetime.date.today()}; "
-             f"commit: {commit}; rank 20, init='random', median of {args.repeats} repeats", "",
-             "| data | processes | s / iteration | MiB all-reduced / iteration / process | communication share |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = [f"# Data-parallel EM and selection on torch.distributed (Gloo, localhost){' - small' if args.small else ''}",
+             "", f"machine: {machine()}; python {platform.python_version()}; date: {datetime.date.today()}; "
+             f"commit: {commit}; 1 torch thread per process; median of {args.repeats} repeats; per repeat the "
+             "slowest process sets the time. EM: rank-20 CPD, init='random', tol=0, rows split evenly. Greedy "
+             f"step: JMI (float64), (time of k = {1 + args.steps} - time of k = 1) / {args.steps}. Communication "
+             "share: seconds inside the all-reduce (which includes waiting for the slowest process) over the "
+             "seconds timed.", "",
+             "| data | processes | EM s / iteration | EM MiB all-reduced / iteration / process | EM communication "
+             "share | greedy s / step | greedy KiB all-reduced / step / process | greedy communication share |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     print("\n".join(lines), flush=True)
+    one_process = {}
     for name, (shape, n_iter) in sets.items():
         for world in (int(w) for w in args.procs.split(",")):
-            sec, nbytes, share = _run(shape, world, n_iter, args.repeats)
-            row = f"| {name} | {world} | {sec:.4f} | {nbytes / 2**20:.3f} | {100 * share:.1f}% |"
+            (sec, nbytes, share), (gsec, gbytes, gshare), n_rows = _run(shape, world, n_iter, args.steps,
+                                                                        args.repeats)
+            if world == 1:
+                one_process[name] = (sec, nbytes, n_rows)
+            row = (f"| {name} | {world} | {sec:.4f} | {nbytes / 2**20:.3f} | {100 * share:.1f}% | {gsec:.4f} | "
+                   f"{gbytes / 2**10:.1f} | {100 * gshare:.1f}% |")
             lines.append(row)
             print(row, flush=True)
+    if one_process:
+        # bytes of the 1-process run: the buffer is the same on every process count
+        extra = _projection(one_process)
+        lines += extra
+        print("\n".join(extra), flush=True)
     if args.out:
         with open(args.out, "w") as fh:
             fh.write("\n".join(lines) + "\n")
