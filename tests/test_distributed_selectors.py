@@ -65,8 +65,8 @@ def _cases():
     ]
 
 
-def _run(rows, distributed: bool, names=None) -> dict:
-    with tp.config_context(device="cpu", dtype="float64"):  # the spawned ranks' defaults, whatever the lane
+def _run(rows, distributed: bool, names=None, dtype="float64") -> dict:
+    with tp.config_context(device="cpu", dtype=dtype):  # the spawned ranks' defaults, whatever the lane
         return _fits(rows, distributed, names)
 
 
@@ -88,8 +88,8 @@ def _fits(rows, distributed: bool, names) -> dict:
     return out
 
 
-def _job(rank, world, cuts, names):
-    return _run(slice(cuts[rank], cuts[rank + 1]), True, names)
+def _job(rank, world, cuts, names, dtype="float64"):
+    return _run(slice(cuts[rank], cuts[rank + 1]), True, names, dtype)
 
 
 def _check(results, reference, rel=REL):
@@ -115,6 +115,19 @@ def reference():
 
 def test_two_ranks_uneven_split_match_single_process(reference):
     _check(run_ranks(_job, 2, ([0, 233, M], None)), reference)
+
+
+FLOAT32_CASES = {"jmi", "jmi_mdl", "mrmr", "cmim_lazy", "cmim_eager", "rmrmr", "pda_amd", "pda_vi", "vmi", "vmi_naive",
+                 "trace_ratio", "spec_phi2", "jmi_weighted", "mrmr_resamples", "jmi_ties"}
+
+
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
+def test_two_ranks_float32_match_single_process_float32():
+    # the counts are exact integers (or float64 sums of weights) in both runs, and every
+    # all-reduce is float64: the float32 quantities agree to a few float32 rounding errors
+    ref = _run(slice(None), False, FLOAT32_CASES, "float32")
+    eps = float(np.finfo(np.float32).eps)
+    _check(run_ranks(_job, 2, ([0, 233, M], FLOAT32_CASES, "float32")), ref, rel=64 * eps)
 
 
 @pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
