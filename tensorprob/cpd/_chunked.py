@@ -49,15 +49,21 @@ from ._validation import _check_weights, _is_code_array
 _STREAM_STRATEGIES = ("uniform", "auto")
 
 
+def is_streamed(X: Any) -> bool:
+    """Whether ``X`` is streamed input: a RowChunks, a path (Parquet), or a callable that is not an array."""
+    return (isinstance(X, (RowChunks, str, os.PathLike))
+            or (callable(X) and not hasattr(X, "shape") and not hasattr(X, "iloc")))
+
+
 def as_chunks(X: Any) -> RowChunks | None:
     """``X`` as :class:`RowChunks` when it is streamed input (RowChunks, callable, Parquet path), else None."""
+    if not is_streamed(X):
+        return None
     if isinstance(X, RowChunks):
         return X
     if isinstance(X, (str, os.PathLike)):
         return RowChunks.from_parquet(X)
-    if callable(X) and not hasattr(X, "shape") and not hasattr(X, "iloc"):
-        return RowChunks(X)
-    return None
+    return RowChunks(X)
 
 
 def _host(X: Any) -> Any:
