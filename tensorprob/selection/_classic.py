@@ -585,7 +585,9 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
         not seen yet only while its partial score could still win. The same picks and scores
         as the eager evaluation (every candidate against every pick; bit for bit on the CPU),
         from fewer tables. ``"auto"``: lazy on the CPU when the data are large enough for it to
-        pay (about half a million codes, N x M, and more), eager otherwise and on CUDA."""
+        pay (about half a million codes, N x M, and more), eager otherwise and on CUDA, and
+        eager on streamed X (row chunks), where each lazy round would read all the rows
+        again; ``True`` is exact there too."""
     _extra_notes = """
 
     The default is ``variant="brown"`` because it sees complementary features: a feature that
