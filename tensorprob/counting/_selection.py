@@ -1,11 +1,13 @@
 """Coded data of a selection run, with the class table every criterion starts from."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 from .._config import get_config
+from ._spill import SpilledRows
 from ._tables import TableInformation, _complete, joint_table, table_information
 
 
@@ -38,6 +40,12 @@ class SelectionData:
         it is counted (:meth:`reduce`, one float64 all-reduce), and ``complete``, ``n_rows``
         and :attr:`budget_rows` describe all ranks' rows, so every rank computes the same
         quantities and takes the same decisions. False: no collective is ever called.
+    stream : SpilledRows, optional
+        The rows are not in memory but in temporary files, read back in blocks of rows by
+        every count (:meth:`count`); ``codes`` and ``y`` are then empty (0 rows, N feature
+        columns) and ``weights`` None (the weights are in the files). Only the counts through
+        :meth:`count` and the properties below read the rows; the per-sample criteria (PDA's
+        GMD and AMD, VMI), which hold per-row state, do not take streamed data.
 
     Examples
     --------
@@ -57,6 +65,7 @@ class SelectionData:
     log_base: float = 1.0
     weights: torch.Tensor | None = None
     distributed: bool = False
+    stream: SpilledRows | None = None
     _global: tuple | None = field(default=None, init=False, repr=False)
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
@@ -94,14 +103,51 @@ class SelectionData:
 
         return _distributed.all_reduce_sum(T.reshape(-1)).to(T.dtype).view(T.shape)
 
+    def count(self, fn: Callable[..., torch.Tensor]) -> torch.Tensor:
+        """The sum over the rows (of every rank) of ``fn(codes, y, weights, dtype)``: the one way rows are counted.
+
+        ``fn`` counts a block of rows, codes (b, N) feature-major, class codes (b,), weights
+        (b,) or None, into tables of ``dtype``. In memory the block is all the rows and this
+        is ``reduce(fn(codes, y, weights, self.dtype))``. Streamed, ``fn`` is called on every
+        block of :attr:`stream` with ``dtype`` float64, the blocks' tables are summed in
+        float64 and rounded to ``self.dtype`` once; integer counts are exact either way.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(codes, y, weights, dtype) -> torch.Tensor``; the same shape for every block.
+
+        Returns
+        -------
+        torch.Tensor
+            The summed tables, in ``self.dtype``, summed over the ranks when distributed.
+        """
+        if self.stream is None:
+            return self.reduce(fn(self.codes, self.y, self.weights, self.dtype))
+        total = None
+        for codes, y, w in self.stream.blocks(self.codes.device):
+            T = fn(codes, y, w, torch.float64)
+            total = T if total is None else total.add_(T)
+        return self.reduce(total.to(self.dtype))
+
+    def _local_rows(self) -> tuple[int, float, bool]:
+        """(rows, their total weight, no entry missing) of this process."""
+        if self.stream is not None:
+            return self.stream.n_rows, self.stream.weight_total, self.stream.complete
+        M = int(self.codes.shape[0])
+        total = float(M) if self.weights is None else float(self.weights.to(torch.float64).sum())
+        return M, total, (_complete(self.codes, self.y >= 0) if self._complete is None else self._complete)
+
+    @property
+    def _weighted(self) -> bool:
+        return self.weights is not None or (self.stream is not None and self.stream.weighted)
+
     def _global_rows(self) -> tuple:
         """(rows of all ranks, their total weight, most rows on one rank, any entry missing): one gather."""
         if self._global is None:
             from .. import _distributed
 
-            M = int(self.codes.shape[0])
-            total = float(M) if self.weights is None else float(self.weights.to(torch.float64).sum())
-            local = _complete(self.codes, self.y >= 0) if self._complete is None else self._complete
+            M, total, local = self._local_rows()
             every = _distributed.all_gather((M, total, not local))
             self._global = (sum(e[0] for e in every), sum(e[1] for e in every), max(e[0] for e in every),
                             any(e[2] for e in every))
@@ -111,7 +157,7 @@ class SelectionData:
     def complete(self) -> bool:
         """No missing (-1) entry in the codes or the class (checked once, not per step; on any rank)."""
         if self._complete is None:
-            self._complete = not self._global_rows()[3] if self.distributed else _complete(self.codes, self.y >= 0)
+            self._complete = not self._global_rows()[3] if self.distributed else self._local_rows()[2]
         return self._complete
 
     @property
@@ -122,15 +168,13 @@ class SelectionData:
         """
         if self.complete:
             return None
-        if self.distributed:
-            rows, weight = self._global_rows()[:2]
-            return int(rows) if self.weights is None else weight
-        return int(self.codes.shape[0]) if self.weights is None else float(self.weights.to(torch.float64).sum())
+        rows, weight = self._global_rows()[:2] if self.distributed else self._local_rows()[:2]
+        return weight if self._weighted else int(rows)
 
     @property
     def n_total(self) -> int:
         """Rows of the data: M, or the rows of all ranks when distributed (the divisor of sample means)."""
-        return int(self._global_rows()[0]) if self.distributed else int(self.codes.shape[0])
+        return int(self._global_rows()[0] if self.distributed else self._local_rows()[0])
 
     @property
     def budget_rows(self) -> int:
@@ -138,9 +182,10 @@ class SelectionData:
 
         Every choice that changes which tables are counted (all pairs at once, CMIM's lazy
         evaluation, chunk sizes) reads this, so that all ranks make it alike and call the same
-        collectives.
+        collectives. Streamed data: the rows of one block (at most ``stream.block_rows``).
         """
-        return int(self._global_rows()[2]) if self.distributed else int(self.codes.shape[0])
+        rows = int(self._global_rows()[2] if self.distributed else self._local_rows()[0])
+        return rows if self.stream is None else min(rows, self.stream.block_rows)
 
     @property
     def unobserved(self) -> torch.Tensor | None:
@@ -162,9 +207,9 @@ class SelectionData:
     def class_table(self) -> torch.Tensor:
         """Counts of (x_m, class) for every feature: (N, max_card, 1, n_classes)."""
         if self._class_table is None:
-            self._class_table = self.reduce(joint_table(self.codes, self.max_card, None, 1, self.y, self.n_classes,
-                                                        weights=self.weights, dtype=self.dtype,
-                                                        complete=self.complete))
+            I, C, complete = self.max_card, self.n_classes, self.complete
+            self._class_table = self.count(lambda codes, y, w, dtype: joint_table(
+                codes, I, None, 1, y, C, weights=w, dtype=dtype, complete=complete))
         return self._class_table
 
     @property
@@ -219,20 +264,24 @@ class SelectionData:
             if self._pairs is None:
                 self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)
             return _Rows(self._pairs, slice(j * self.n_features, (j + 1) * self.n_features))
-        T = self.reduce(joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y,
-                                    self.n_classes, weights=self.weights, dtype=self.dtype, complete=self.complete))
+        I, C, complete = self.max_card, self.n_classes, self.complete
+        T = self.count(lambda codes, y, w, dtype: joint_table(codes, I, codes[:, j], I, y, C, weights=w, dtype=dtype,
+                                                             complete=complete))
         return table_information(T, self.log_base, self.n_rows)  # quantities computed when first read
 
     def _all_pair_tables(self) -> torch.Tensor:
         """(x_c, x_j, class) tables of every (j, c), j-major: (N * N, I, I, n_classes), one counting pass."""
-        N, I = self.n_features, self.max_card
-        ct = self.codes.T.to(torch.int32)  # (N, M)
-        pair = ct[None, :, :] * I + ct[:, None, :]  # (j, c, M): x_c * I + x_j
-        if not self.complete:
-            pair.masked_fill_((ct[None, :, :] < 0) | (ct[:, None, :] < 0), -1)
-        T = joint_table(pair.view(N * N, -1).T, I * I, None, 1, self.y, self.n_classes, weights=self.weights,
-                        dtype=self.dtype, complete=self.complete)
-        return self.reduce(T).view(N * N, I, I, self.n_classes)
+        N, I, C, complete = self.n_features, self.max_card, self.n_classes, self.complete
+
+        def tables(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+            ct = codes.T.to(torch.int32)  # (N, M)
+            pair = ct[None, :, :] * I + ct[:, None, :]  # (j, c, M): x_c * I + x_j
+            if not complete:
+                pair.masked_fill_((ct[None, :, :] < 0) | (ct[:, None, :] < 0), -1)
+            return joint_table(pair.view(N * N, -1).T, I * I, None, 1, y, C, weights=w, dtype=dtype,
+                               complete=complete)
+
+        return self.count(tables).view(N * N, I, I, C)
 
 
 class _Rows:

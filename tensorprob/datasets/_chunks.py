@@ -18,6 +18,10 @@ class RowChunks:
     rows with summed weights. The EM then runs on that table, exactly as on the data held in
     memory; only one chunk and the table of distinct rows are in memory at a time.
 
+    The count-based selectors (:class:`tensorprob.JMI`, :class:`tensorprob.CMIM`, ...) take it
+    as ``fit(chunks)`` too: the same first pass, then the codes are spilled to temporary
+    files and counted back in blocks of rows.
+
     Parameters
     ----------
     source : callable or sequence

@@ -93,10 +93,12 @@ def select_features(X: Any, y: Any, k: int | str = 10, method: str = "jmi", **op
 
     Parameters
     ----------
-    X : array-like, tensor or DataFrame of shape (n_samples, n_features)
-        Raw or coded data.
-    y : array-like of shape (n_samples,)
-        Class labels.
+    X : array-like, tensor or DataFrame of shape (n_samples, n_features), or row chunks
+        Raw or coded data. The count-based methods (MIM to RMRMR) also take data larger than
+        memory: a :class:`tensorprob.datasets.RowChunks`, a callable returning an iterator of
+        chunks, or a Parquet path (see the selectors' ``fit``).
+    y : array-like of shape (n_samples,) or None
+        Class labels; None when ``X`` is streamed (the labels come with the chunks).
     k : int, "all" or "auto", default=10
         Number of features ("auto" where the method defines a stopping rule).
     method : str, default="jmi"

@@ -68,6 +68,8 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     }
     #: Why the method cannot run with ``distributed=True`` (empty: it can).
     _no_distributed: ClassVar[str] = ""
+    #: Whether ``fit`` takes X as row chunks (data larger than memory; see ``_fit_stream``).
+    _streams: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -271,20 +273,31 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     # ------------------------------------------------------------------ estimator API
     @fill_doc
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> _BaseSelector:
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None, resamples: Any = None) -> _BaseSelector:
         """Select features of ``X`` for the class labels ``y``.
 
         Parameters
         ----------
         %(X_raw)s
-            Selectors on real values (HOFS, GMI) need finite floats instead.
-        %(y_labels)s
-            At least two classes.
+            Selectors on real values (HOFS, GMI) need finite floats instead. The count-based
+            selectors (MIM, MIFS, MRMR, CIFE, JMI, CMIM, JMIM, DISR, ICAP, MRI, RMRMR) also
+            take data larger than memory as row chunks: a
+            :class:`tensorprob.datasets.RowChunks`, a callable returning a fresh iterator of
+            chunks ``(X, y)`` or ``(X, y, sample_weight)``, or the path of a Parquet file or
+            directory (every column a feature: use ``RowChunks.from_parquet(path,
+            target=...)`` for the labels). The chunks are read twice (the encoding, then the
+            codes, spilled to temporary files under ``$TMPDIR``) and every count reads the
+            codes back in blocks of rows; see the user guide, "Selection on data larger than
+            memory".
+        y : array-like of shape (n_samples,), optional
+            Class labels (any hashable values; missing labels are an error), at least two
+            classes. Required for data in memory; must be None for streamed X, whose labels
+            come with the chunks.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights; integers are frequency weights (a row of weight 2 counts as two
             copies, a weight of 0 leaves the row out). Count-based selectors take any
             nonnegative weights (weighted counts); the others apply them by repeating rows, so
-            they must be integers.
+            they must be integers. Must be None for streamed X (weights come with the chunks).
         resamples : array-like of shape (n_samples, B), optional
             A batch of B weight vectors (cross-validation fold masks, bootstrap counts,
             Poisson weights), the same kind of weights as ``sample_weight`` (multiplied by it
@@ -293,7 +306,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             ``fit(X, y, sample_weight=resamples[:, b])`` gives. The count-based criteria
             advance the B selections together and count all their tables of a step in one
             pass; the other methods run one selection per column (see
-            :func:`tensorprob.stability_selection`).
+            :func:`tensorprob.stability_selection`). Not available for streamed X.
 
         Notes
         -----
@@ -309,10 +322,38 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             columns).
         """
         self._start_fit()
-        selected, scores = self._fit(X, y, sample_weight, resamples)
+        chunks = self._stream_input(X, y, sample_weight, resamples)
+        if chunks is not None:
+            selected, scores = self._fit_stream(chunks)
+        else:
+            selected, scores = self._fit(X, y, sample_weight, resamples)
         self.selected_ = np.asarray(selected, dtype=np.int64)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         return self
+
+    def _stream_input(self, X: Any, y: Any, sample_weight: Any, resamples: Any) -> Any:
+        """``X`` as RowChunks when it is streamed (checking the other arguments), else None."""
+        from ..cpd._chunked import as_chunks, is_streamed
+
+        if not is_streamed(X):
+            return None
+        name = type(self).__name__
+        if not self._streams:
+            raise TypeError(f"{name} does not take streamed X (RowChunks, a callable or a Parquet path): only the "
+                            "count-based selectors (MIM, MIFS, MRMR, CIFE, JMI, CMIM, JMIM, DISR, ICAP, MRI, RMRMR) "
+                            "select from row chunks; load the data into memory for this method")
+        if y is not None or sample_weight is not None:
+            raise ValueError(f"{name}.fit: with streamed X (RowChunks, a callable or a Parquet path) the labels and "
+                             "weights come with the chunks, (X, y) or (X, y, sample_weight), or from "
+                             "RowChunks.from_parquet(target=...); y and sample_weight must be None")
+        if resamples is not None:
+            raise ValueError(f"{name}.fit: resamples (a batch of weight vectors) is not available for streamed X; "
+                             "fit once per weight vector, each given with the chunks as their sample_weight")
+        return as_chunks(X)
+
+    def _fit_stream(self, chunks: Any) -> tuple[Any, Any]:
+        """Select from row chunks; implemented by the selectors with ``_streams`` set."""
+        raise NotImplementedError  # pragma: no cover - _stream_input refuses the others first
 
     def transform(self, X: Any) -> Any:
         """Keep the selected columns of ``X``.
@@ -461,6 +502,75 @@ class GreedySelector(CodedSelector):
 
         data = self._selection_data(codes, cards, y, n_classes, device, dtype)
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
+
+    def _fit_stream(self, chunks: Any) -> tuple[list[int], list[float]]:
+        """Select from row chunks, in two passes and then counts over blocks of spilled rows.
+
+        Pass 1 (:func:`~tensorprob.cpd._chunked.learn_encoding`, the one the out-of-core CPD
+        fits use) learns the encoding and the classes. Pass 2 codes each chunk and spills its
+        codes (feature-major), class codes and weights to temporary files
+        (:class:`~tensorprob.counting._spill.SpilledRows`, removed when the fit ends, also on
+        error). The greedy run then counts over blocks of
+        :func:`~tensorprob.counting._spill.default_block_rows` rows, so that memory holds one
+        chunk (pass 2) or one block (the counts), never all the rows. The codes, classes and
+        counts are those of the fit on the concatenated rows.
+        """
+        from .._distributed import agree, all_reduce_sum
+        from ..counting._spill import SpilledRows, default_block_rows
+        from ..cpd._chunked import learn_encoding
+        from ..encoding._encode import _compact_dtype
+        from ._greedy import greedy_forward
+
+        name = type(self).__name__
+        enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins,
+                             missing_values=getattr(self, "missing_values", None), declared_codes=False,
+                             distributed=self._dist_on)
+        if enc.classes is None:
+            raise ValueError(f"{name} requires labels: give each chunk as (X, y) or (X, y, sample_weight), or read "
+                             "Parquet files with RowChunks.from_parquet(path, target=...)")
+        self.encoder_ = enc.encoder
+        self.classes_ = enc.classes
+        self.n_features_in_ = enc.n_features
+        if enc.columns is not None:
+            self.feature_names_in_ = np.asarray(enc.columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        k = self._resolve_k(enc.n_features)
+        device, dtype = self._device_dtype()
+        cards, n_classes = enc.cards, int(enc.classes.size)
+        codes_dtype, y_dtype = _compact_dtype(cards), _compact_dtype(np.array([n_classes]))
+        with SpilledRows(enc.n_rows_local, enc.n_features, codes_dtype, y_dtype, enc.weighted,
+                         default_block_rows(enc.n_features)) as rows:
+            def spill() -> None:
+                for i, (Xc, yc, wc) in enumerate(chunks):
+                    coded = enc.code(i, Xc, yc, wc, codes_dtype)
+                    if coded is None:
+                        continue
+                    codes, y_codes, W = coded
+                    if W is not None and W.shape[1] != 1:
+                        raise ValueError(f"chunk {i}: sample_weight of shape {W.shape} gives {W.shape[1]} weight "
+                                         "sets; a selection takes one weight per row (resamples are not "
+                                         "available for streamed X)")
+                    rows.append(codes, y_codes, None if W is None else W[:, 0])
+                if rows.n_rows != enc.n_rows_local:
+                    raise ValueError(f"the chunks held {enc.n_rows_local} rows in the first pass and {rows.n_rows} "
+                                     "in the second: they changed between the passes")
+
+            agree(spill) if self._dist_on else spill()
+            if enc.weighted:
+                total = rows.weight_total
+                if self._dist_on:
+                    total = float(all_reduce_sum(torch.tensor([total], dtype=torch.float64))[0])
+                if total == 0:
+                    raise ValueError("sample_weight: all weights are zero" + (" on every rank" if self._dist_on
+                                                                              else "") + ", nothing to select from")
+            tdt = torch.from_numpy(np.zeros(0, codes_dtype)).dtype
+            data = SelectionData(torch.empty((0, enc.n_features), dtype=tdt, device=device),
+                                 int(max(1, cards.max())), torch.empty(0, dtype=torch.int64, device=device),
+                                 n_classes, dtype=dtype, log_base=self._log_base, distributed=self._dist_on,
+                                 stream=rows)
+            chunks.n_rows_ = enc.n_rows
+            return greedy_forward(self._criterion(), data, enc.n_features if k is None else k)
 
     def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
         """B weighted selections (lists of B picks and of B score lists), the batch counted together."""

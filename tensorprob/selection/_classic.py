@@ -149,7 +149,18 @@ def jmi_criterion() -> _PairwiseCriterion:
     return _PairwiseCriterion("jmi", lambda q: q.mi_xa_b)
 
 
-def pair_cmi(data: SelectionData, codes_t: torch.Tensor, cand: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:
+def _pair_itype(max_card: int) -> torch.dtype:
+    """The narrowest integer type that holds a pair's code ``x_c * I + x_s`` (I = ``max_card``)."""
+    cells = max_card ** 2
+    return torch.int16 if cells < 2**15 else torch.int32 if cells < 2**31 else torch.int64
+
+
+def pair_codes(codes: torch.Tensor, max_card: int) -> torch.Tensor:
+    """``codes`` (M, N) as one contiguous row per feature (N, M), in :func:`_pair_itype`."""
+    return codes.T.to(_pair_itype(max_card), memory_format=torch.contiguous_format)
+
+
+def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:
     """``I(X_cand[i]; C | X_sel[i])`` for a batch of (candidate, selected feature) pairs, float64 (P,).
 
     The value of ``data.pair_information(sel[i]).cmi_x_b_given_a[cand[i]]``, bit for bit on the
@@ -160,23 +171,30 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor, cand: torch.Tensor, sel
     integers), and a table's quantities come from the same float64 operations whatever the other
     tables of the batch: elementwise ones, and sums along each table's row. (A batch of one
     table is computed as two: a threaded sum may split the row of a single-output reduction.)
-    ``codes_t`` is ``data.codes`` transposed, contiguous (N, M): a pair's columns are two rows of
-    it. Chunked over pairs to the memory budget.
+    ``codes_t`` is :func:`pair_codes` of ``data.codes`` (N, M): a pair's columns are two rows of
+    it; None for streamed data, whose blocks are transposed as they are read. Chunked over
+    pairs to the memory budget (streamed: one pass over the blocks per chunk of pairs).
     """
     d = data
     I, M = d.max_card, d.budget_rows  # distributed: chunks sized alike on every rank (one all-reduce each)
+    complete = d.complete
     out = torch.empty(cand.numel(), dtype=torch.float64, device=d.codes.device)
+    itemsize = _pair_itype(I).itemsize
     # per pair: the two gathered columns and their code, each M integers
-    for s, e in chunk_ranges(cand.numel(), 3 * max(M, 1) * codes_t.element_size(), get_config()["memory_budget"]):
+    for s, e in chunk_ranges(cand.numel(), 3 * max(M, 1) * itemsize, get_config()["memory_budget"]):
         c, j = cand[s:e], sel[s:e]
         if e - s == 1:
             c, j = c.repeat(2), j.repeat(2)
-        xc, xs = codes_t.index_select(0, c), codes_t.index_select(0, j)
-        pair = xc.mul_(I).add_(xs)
-        if not d.complete:
-            pair.masked_fill_((pair < 0) | (xs < 0), -1)  # x_c < 0 makes the code negative
-        T = d.reduce(joint_table(pair.T, I * I, None, 1, d.y, d.n_classes, weights=d.weights, dtype=d.dtype,
-                                 complete=d.complete))
+
+        def tables(codes, y, w, dtype, c=c, j=j):
+            ct = pair_codes(codes, I) if codes_t is None else codes_t
+            xc, xs = ct.index_select(0, c), ct.index_select(0, j)
+            pair = xc.mul_(I).add_(xs)
+            if not complete:
+                pair.masked_fill_((pair < 0) | (xs < 0), -1)  # x_c < 0 makes the code negative
+            return joint_table(pair.T, I * I, None, 1, y, d.n_classes, weights=w, dtype=dtype, complete=complete)
+
+        T = d.count(tables)
         info = table_information(T.view(c.numel(), I, I, d.n_classes), d.log_base, d.n_rows)
         out[s:e] = info.cmi_x_b_given_a[: e - s]
     return out
@@ -206,7 +224,8 @@ class CMIMCriterion(_SumsCriterion):
         scores are those of the eager evaluation, which conditions every candidate on every new
         pick (one table count of all candidates per step); bit for bit on the CPU (see
         :func:`pair_cmi`). ``"auto"``: lazy on the CPU when a step's work reaches
-        :data:`LAZY_MIN_WORK`, eager otherwise.
+        :data:`LAZY_MIN_WORK`, eager otherwise, and eager on streamed data, where every lazy
+        round would read all the rows once more (``True`` still evaluates lazily there).
     seed : int, default=8
         Lazy: how many candidates of highest partial score are brought up to date first, to
         give the score to beat.
@@ -225,6 +244,8 @@ class CMIMCriterion(_SumsCriterion):
     def _use_lazy(self, data: SelectionData) -> bool:
         if not isinstance(self.lazy, str):  # True / False (NumPy bools included)
             return bool(self.lazy)
+        if data.stream is not None:  # each lazy round is a pass over the blocks: eager reads fewer
+            return False
         cells = data.max_card ** 2 * data.n_classes
         return data.codes.device.type == "cpu" and data.n_features * (data.budget_rows + cells) >= LAZY_MIN_WORK
 
@@ -237,11 +258,9 @@ class CMIMCriterion(_SumsCriterion):
             self.seen = torch.zeros(data.n_features, dtype=torch.int64, device=dev)  # features conditioned on
             self.open = torch.ones(data.n_features, dtype=torch.bool, device=dev)  # not selected
             self.order = torch.empty(0, dtype=torch.int64, device=dev)  # the selected features, in order
-            # the codes one row per feature (a pair's two columns are two contiguous rows), in the
-            # narrowest type that holds a pair's code x_c * I + x_s
-            cells = data.max_card ** 2
-            itype = torch.int16 if cells < 2**15 else torch.int32 if cells < 2**31 else torch.int64
-            self.codes_t = data.codes.T.to(itype, memory_format=torch.contiguous_format)
+            # the codes one row per feature (a pair's two columns are two contiguous rows); streamed
+            # data are transposed block by block as they are read
+            self.codes_t = None if data.stream is not None else pair_codes(data.codes, data.max_card)
             held = data.unobserved
             self.held = held if held is not None and bool(held.any()) else None
             self.n_observed = data.n_features - (0 if self.held is None else int(self.held.sum()))
@@ -356,9 +375,10 @@ class RMRMRCriterion(_SumsCriterion):
         self.sum_mi += q.mi_x_a
         self.sum_cmi += q.cmi_x_a_given_b
         self.min_cmi_y = torch.minimum(self.min_cmi_y, q.cmi_x_b_given_a)
+        I, complete = d.max_card, d.complete
         for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
-            T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j], d.max_card,
-                                     weights=d.weights, dtype=d.dtype, complete=d.complete))
+            T = d.count(lambda codes, y, w, dtype, r=r: joint_table(codes, I, codes[:, r], I, codes[:, j], I, weights=w,
+                                                                  dtype=dtype, complete=complete))
             t = table_information(T, d.log_base, d.n_rows)
             self.sum_pairs += t.cmi_x_a_given_b + t.cmi_x_b_given_a
         super().update(j)
@@ -449,6 +469,7 @@ class _ClassicSelector(GreedySelector):
     _extra_params: ClassVar[str] = ""
     _extra_notes: ClassVar[str] = ""
     _native_weights: ClassVar[bool] = True
+    _streams: ClassVar[bool] = True
 
     def __init_subclass__(cls, criterion: Callable[..., Criterion] | None = None, picks: str = "",
                           **kwargs: Any) -> None:
@@ -564,7 +585,9 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
         not seen yet only while its partial score could still win. The same picks and scores
         as the eager evaluation (every candidate against every pick; bit for bit on the CPU),
         from fewer tables. ``"auto"``: lazy on the CPU when the data are large enough for it to
-        pay (about half a million codes, N x M, and more), eager otherwise and on CUDA."""
+        pay (about half a million codes, N x M, and more), eager otherwise and on CUDA, and
+        eager on streamed X (row chunks), where each lazy round would read all the rows
+        again; ``True`` is exact there too."""
     _extra_notes = """
 
     The default is ``variant="brown"`` because it sees complementary features: a feature that
