@@ -338,6 +338,7 @@ def _distributed_case(cases, world=2, n=700):
                 np.testing.assert_allclose(scores, ref.scores_, rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow  # spawns Gloo processes: full suite only (the fast lane keeps one spawn per engine)
 def test_two_gloo_ranks_stream_their_chunks(dtype):
     if dtype != torch.float64:
         pytest.skip("one lane is enough: the spawned processes select in float64")
