@@ -174,7 +174,11 @@ def test_errors():
     with pytest.raises(ValueError, match="no rows"):
         tp.fit_cpd(RowChunks([X[:0]]), rank=2, **KW)
     with pytest.raises(ValueError, match=r"more than 50 distinct rows \(at least \d+ found"):
-        tp.fit_cpd(RowChunks([X[:1000], X[1000:]], max_distinct_rows=50), rank=2, **KW)
+        tp.fit_cpd(RowChunks([X[:1000], X[1000:]], max_distinct_rows=50, storage="table"), rank=2, **KW)
+    with pytest.raises(ValueError, match="storage must be one of"):
+        RowChunks([X], storage="disk")
+    with pytest.raises(ValueError, match="block_rows must be"):
+        RowChunks([X], block_rows=0)
     df, lab = _frame(300)
     for strategy in ("quantile", "mdl"):
         with pytest.raises(ValueError, match="discretizer='uniform'"):

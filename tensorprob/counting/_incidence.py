@@ -133,12 +133,22 @@ class Incidence:
         None: one chunk.
     dtype_t : torch.dtype, optional
         Value type of S^T (default ``dtype``).
+    device : torch.device, optional
+        Where the chunks are built (default that of ``codes``). Codes kept on the CPU, for
+        instance memory-mapped from a file, are moved there one chunk at a time.
+    max_rows : int, optional
+        Upper bound on the rows of a chunk (on top of the budget's).
+    cache : bool, optional
+        False: never keep the chunks, build each at every pass (codes read from a file).
+        Default: keep them when they fit the budget.
     """
 
     def __init__(self, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
-                 bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None) -> None:
+                 bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None,
+                 device: torch.device | None = None, max_rows: int | None = None, cache: bool | None = None) -> None:
         self.codes = codes
-        self.offsets = offsets_of(cardinalities.to(codes.device))
+        self.device = codes.device if device is None else torch.device(device)
+        self.offsets = offsets_of(cardinalities.to(self.device))
         self.n_cols = int(cardinalities.sum())
         self.dtype, self.dtype_t = dtype, dtype_t or dtype
         M, N = codes.shape
@@ -150,9 +160,11 @@ class Incidence:
         # building a chunk makes a few (rows x N) int64 temporaries on top of what it stores
         build = N * (self._entry_bytes + 3 * 8)
         step = M if bytes_per_row is None else chunk_rows(int(bytes_per_row) + build, M)
+        if max_rows is not None:
+            step = max(1, min(step, int(max_rows)))
         self.ranges = [(s, min(M, s + step)) for s in range(0, M, step)] or [(0, 0)]
         self._cached = None
-        if bytes_per_row is None or M * N * self._entry_bytes <= budget:
+        if cache is not False and (bytes_per_row is None or M * N * self._entry_bytes <= budget):
             self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
         self._flat_t: dict = {}
 
@@ -176,7 +188,8 @@ class Incidence:
         int64 tensor of shape (rows, N)
             A new tensor.
         """
-        c = (self.codes[start:stop] if index is None else self.codes[index]).to(torch.int64)
+        c = self.codes[start:stop] if index is None else self.codes[index.to(self.codes.device)]
+        c = c.to(self.device, torch.int64)
         return torch.where(c >= 0, c + self.offsets[None, :], torch.full_like(c, -1))
 
     def flat_t(self, start: int, stop: int) -> torch.Tensor:
