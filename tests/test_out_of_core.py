@@ -392,6 +392,43 @@ def test_two_gloo_ranks_read_their_parquet_shards(tmp_path, dtype):
                 np.testing.assert_allclose(fb, fa.numpy(), rtol=1e-9, atol=1e-12)
 
 
+def _job_spilled_ranks(rank, world, X, y, cuts):
+    mine = [slice(a, b) for a, b in cuts[rank]]
+    spilled = RowChunks([(X[s], y[s]) for s in mine], storage="spill", block_rows=90)
+    pp = tp.fit_cpds(spilled, ranks=[2, 3], n_restarts=2, distributed=True, dtype="float64", **KWS)
+    # rank 0 outgrows its table and spills, rank 1 keeps a table: the EM sums both
+    mixed = RowChunks([(X[s], y[s]) for s in mine], max_distinct_rows=100 if rank == 0 else None)
+    rnd = tp.fit_cpds(mixed, ranks=[2, 3], init="random", distributed=True, dtype="float64", **KWS)
+    pack = [(m.loglik_history_, m.weights.numpy(), [f.numpy() for f in m.factors]) for m in pp + rnd]
+    return spilled.spilled_, mixed.spilled_, pack
+
+
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
+def test_two_gloo_ranks_spill_their_rows(dtype):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    if dtype != torch.float64:
+        pytest.skip("one lane is enough: the spawned processes fit in float64")
+    from _dist_helpers import run_ranks
+
+    X, y = _distinct_planted(1000)
+    cuts = [[(0, 250), (250, 600)], [(600, 1000)]]
+    out = run_ranks(_job_spilled_ranks, world=2, args=(X, y, cuts))
+    assert all(status == "ok" for status, _ in out), out
+    # k-means++ over the spills of both ranks = the single-process spill of the same chunks in rank order
+    one = RowChunks([(X[a:b], y[a:b]) for c in cuts for a, b in c], storage="spill", block_rows=90)
+    ref = tp.fit_cpds(one, ranks=[2, 3], n_restarts=2, dtype="float64", **KWS)
+    ref += tp.fit_cpds(X, ranks=[2, 3], y=y, init="random", dtype="float64", **KWS)  # = in memory
+    assert [o[1][:2] for o in out] == [(True, True), (True, False)]
+    for _, (_, _, got) in out:
+        for m, (hist, weights, factors) in zip(ref, got, strict=True):
+            np.testing.assert_allclose(hist, m.loglik_history_, rtol=1e-9, atol=0)
+            np.testing.assert_allclose(weights, m.weights.numpy(), rtol=1e-9, atol=1e-12)
+            for fa, fb in zip(m.factors, factors):
+                np.testing.assert_allclose(fb, fa.numpy(), rtol=1e-9, atol=1e-12)
+
+
 # --- command line --------------------------------------------------------------------------------
 
 
