@@ -163,6 +163,8 @@ class Incidence:
         if max_rows is not None:
             step = max(1, min(step, int(max_rows)))
         self.ranges = [(s, min(M, s + step)) for s in range(0, M, step)] or [(0, 0)]
+        if cache is False:  # each chunk is its own CSR matrix: its indices address one chunk only
+            self.itype = torch.int32 if max(step, self.n_cols) * max(N, 1) < 2**31 else torch.int64
         self._cached = None
         if cache is not False and (bytes_per_row is None or M * N * self._entry_bytes <= budget):
             self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]

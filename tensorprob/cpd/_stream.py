@@ -15,6 +15,17 @@ Pass 2 codes every chunk and merges its distinct rows into a running table (weig
 float64). The EM then runs on that table: the in-memory fit merges duplicate rows the same
 way first, so the two fits are the same computation. Memory is bounded by one chunk plus
 the table of distinct rows (``RowChunks.max_distinct_rows``).
+
+When the table would outgrow that limit (``RowChunks(storage="auto")``, the default), or
+from the start with ``storage="spill"``, pass 2 writes the rows to a :class:`Spill`
+instead: the table so far, then each chunk's rows with its own duplicates merged, as
+compact integer codes and float64 weights in two temporary files. The EM reads them back
+memory-mapped, one block of rows at a time at every pass (:meth:`EMData.blocks
+<tensorprob.cpd._em.EMData.blocks>`; the E-step is the one of the rows in memory), so
+memory is bounded by a block and the model, not by the rows. The sums run in another order
+than on the table, so the fit equals the in-memory one up to rounding; k-means++ seeds are
+drawn by passes over the blocks (another draw of the same distribution). The caller
+removes the files (:meth:`Spill.close`) when the fit ends, also on error.
 """
 from __future__ import annotations
 

@@ -17,7 +17,9 @@ class RowChunks:
     and read it twice: once to learn the encoding (categories, cardinalities, equal-width bin
     edges, classes) and once to code every chunk and merge its rows into a table of distinct
     rows with summed weights. The EM then runs on that table, exactly as on the data held in
-    memory; only one chunk and the table of distinct rows are in memory at a time.
+    memory; only one chunk and the table of distinct rows are in memory at a time. When the
+    distinct rows are too many for a table (see ``storage``), the rows are written to
+    temporary files instead and every EM iteration reads them back a block at a time.
 
     Parameters
     ----------
