@@ -74,15 +74,20 @@ class EMData:
     def device(self) -> torch.device:
         return self.incidence.device
 
-    def blocks(self, weight_set: torch.Tensor, transpose: bool = True):
+    def blocks(self, weight_set: torch.Tensor, transpose: bool = True, matrices: bool = True):
         """One pass over the rows: ``(start, stop, S, S^T or None, w)`` per block of rows.
 
         ``w`` (rows, B) float64 on ``device`` holds the block's weights of each model
-        (``weight_set`` picks the weight column of each).
+        (``weight_set`` picks the weight column of each). ``matrices=False``: the same blocks
+        without building S (None in its place), for passes that read only codes and weights.
         """
         on_device = self.weights.device == self.device
         ws = weight_set if on_device else weight_set.to(self.weights.device)
-        for start, stop, S, ST in self.incidence.chunks(transpose):
+        if matrices:
+            chunks = self.incidence.chunks(transpose)
+        else:
+            chunks = ((s, e, None, None) for s, e in self.incidence.ranges)
+        for start, stop, S, ST in chunks:
             w = self.weights[start:stop][:, ws]
             yield start, stop, S, ST, (w if on_device else w.to(self.device))
 
@@ -485,7 +490,7 @@ def _draw_by_passes(data: EMData, ws: torch.Tensor, prob, live: torch.Tensor, n_
     f64 = torch.float64
     B = len(n_draw)
     sums = torch.zeros(2, B, dtype=f64, device=device)  # this rank's totals of prob and of the weights
-    for start, stop, _, _, w in data.blocks(ws, False):
+    for start, stop, _, _, w in data.blocks(ws, matrices=False):
         sums[0] += prob(start, stop, w).sum(0)
         sums[1] += w.sum(0)
     per_rank = _distributed.all_gather(sums.cpu()) if data.distributed else [sums.cpu()]
@@ -511,7 +516,7 @@ def _draw_by_passes(data: EMData, ws: torch.Tensor, prob, live: torch.Tensor, n_
     last_pos = torch.full((B,), -1, dtype=torch.int64, device=device)  # last row of positive mass here
     if bool(mine.any()):
         c0 = offset[me].clone()
-        for start, stop, _, _, w in data.blocks(ws, False):
+        for start, stop, _, _, w in data.blocks(ws, matrices=False):
             m = stop - start
             if m == 0:
                 continue
