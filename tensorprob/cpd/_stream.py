@@ -492,7 +492,20 @@ def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n
         return table, npos, total, spill
 
     if distributed:
-        (rows, W), npos, total, spill = _distributed.agree(second_pass)
+        made: list = []  # this rank's spill, removed here if another rank's pass 2 failed
+
+        def step() -> tuple:
+            out = second_pass()
+            made.append(out[3])
+            return out
+
+        try:
+            (rows, W), npos, total, spill = _distributed.agree(step)
+        except BaseException:
+            for sp in made:
+                if sp is not None:
+                    sp.close()
+            raise
     else:
         (rows, W), npos, total, spill = second_pass()
     try:
