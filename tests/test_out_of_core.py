@@ -174,7 +174,11 @@ def test_errors():
     with pytest.raises(ValueError, match="no rows"):
         tp.fit_cpd(RowChunks([X[:0]]), rank=2, **KW)
     with pytest.raises(ValueError, match=r"more than 50 distinct rows \(at least \d+ found"):
-        tp.fit_cpd(RowChunks([X[:1000], X[1000:]], max_distinct_rows=50), rank=2, **KW)
+        tp.fit_cpd(RowChunks([X[:1000], X[1000:]], max_distinct_rows=50, storage="table"), rank=2, **KW)
+    with pytest.raises(ValueError, match="storage must be one of"):
+        RowChunks([X], storage="disk")
+    with pytest.raises(ValueError, match="block_rows must be"):
+        RowChunks([X], block_rows=0)
     df, lab = _frame(300)
     for strategy in ("quantile", "mdl"):
         with pytest.raises(ValueError, match="discretizer='uniform'"):
@@ -183,6 +187,173 @@ def test_errors():
     ref = tp.fit_cpd(df[["b", "c"]], y=lab, rank=2, discretizer="quantile", **KW)
     got = tp.fit_cpd(RowChunks([(df[["b", "c"]], lab)]), rank=2, discretizer="quantile", **KW)
     _same([ref], [got])
+
+
+# --- spilled rows: the EM streams them from temporary files at every iteration ---------------------
+
+
+KWS = dict(KW, n_iter_max=12)  # short of the exact fixed points that tol=0 stops at (the step may differ)
+
+
+def _distinct_planted(n=1500, seed=3):
+    """Planted latent-class rows that are (nearly) all distinct: no table of distinct rows saves anything."""
+    data = tp.datasets.make_planted((n, 16, 4, 3), rank=3, concentration=1.0, random_state=seed)
+    return np.asarray(data.X).astype(np.int64), np.asarray(data.y)
+
+
+def _rel(dtype):
+    """Agreement of a spilled fit with the in-memory one: the sums differ in order only (rounding)."""
+    return 1e-9 if dtype == torch.float64 else 50 * torch.finfo(dtype).eps
+
+
+def _spill_dirs(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("tensorprob-spill-"))
+
+
+@pytest.mark.parametrize("how", ["spill", "auto"])
+def test_spilled_rows_equal_in_memory(how, dtype, tmp_path):
+    X, y = _distinct_planted()
+    assert len(np.unique(X, axis=0)) > 0.95 * len(X)
+    ref = tp.fit_cpds(X, ranks=[2, 3], y=y, init="random", n_restarts=2, **KWS)
+    opts = dict(storage="spill") if how == "spill" else dict(max_distinct_rows=200)  # "auto" switches
+    chunks = RowChunks([(X[s], y[s]) for s in _pieces(len(X), [400, 1, 599, 500])], block_rows=160,
+                       spill_dir=tmp_path, **opts)
+    got = tp.fit_cpds(chunks, ranks=[2, 3], init="random", n_restarts=2, **KWS)
+    assert chunks.spilled_ and chunks.n_rows_ == len(X) and chunks.n_distinct_ >= 0.95 * len(X)
+    _same(ref, got, rel=_rel(dtype))
+    assert _spill_dirs(tmp_path) == []  # the files are gone
+    small = RowChunks([(X[s], y[s]) for s in _pieces(len(X), [700, 800])])  # the default: a table
+    tp.fit_cpd(small, rank=2, init="random", **KWS)
+    assert not small.spilled_
+
+
+def test_spilled_raw_frames_and_weight_sets_equal_in_memory(dtype, tmp_path):
+    """Strings, NaN (marginalized), continuous columns; two weight sets given with the chunks."""
+    df, lab = _frame(1200, seed=9)
+    w = np.random.default_rng(2).uniform(0, 2, (len(df), 2))
+    w[::5, 1] = 0
+    ref = tp.fit_cpds(df, ranks=[2, 4], y=lab, sample_weight=w, init="random", **KWS)
+    parts = _pieces(len(df), [500, 300, 400])
+
+    def gen():
+        for s in parts:
+            yield df.iloc[s], lab[s], w[s]
+
+    chunks = RowChunks(gen, storage="spill", block_rows=100, spill_dir=tmp_path)
+    got = tp.fit_cpds(chunks, ranks=[2, 4], init="random", **KWS)
+    assert chunks.spilled_
+    _same(ref, got, rel=max(_rel(dtype), 1e-10))  # weights summed per chunk before the rescaling
+    assert len(got) == 4 and _spill_dirs(tmp_path) == []
+
+
+def test_spilled_kmeanspp_is_the_seeding_by_passes(dtype, monkeypatch):
+    """k-means++ on spilled rows: the in-memory seeding with its draws made by passes over the rows."""
+    from tensorprob.cpd import _em, _fit
+
+    X, y = _distinct_planted(900)
+    # one chunk: the spill holds the distinct rows in the order of the in-memory table
+    got = tp.fit_cpds(RowChunks([(X, y)], storage="spill", block_rows=100), ranks=[2, 3], n_restarts=2, **KWS)
+    again = tp.fit_cpds(RowChunks([(X, y)], storage="spill", block_rows=250), ranks=[2, 3], n_restarts=2, **KWS)
+    _same(got, again, rel=_rel(dtype))  # blocks of another size: rounding only
+    plain = tp.fit_cpds(X, ranks=[2, 3], y=y, n_restarts=2, **KWS)  # torch.multinomial draws
+    assert not np.allclose(plain[0].loglik_history_[0], got[0].loglik_history_[0], rtol=1e-6)
+    monkeypatch.setattr(_fit, "init_kmeanspp", lambda *a, **k: _em.init_kmeanspp(*a, **{**k, "by_passes": True}))
+    ref = tp.fit_cpds(X, ranks=[2, 3], y=y, n_restarts=2, **KWS)
+    _same(ref, got, rel=_rel(dtype))
+    # many chunks: other rows (each chunk's own duplicates merged), a k-means++ start all the same
+    many = tp.fit_cpds(RowChunks([(X[s], y[s]) for s in _pieces(900, [300, 600])], storage="spill"),
+                       ranks=[3], **KWS)[0]
+    rand = tp.fit_cpds(X, ranks=[3], y=y, init="random", **KWS)[0]
+    assert many.loglik_history_[0] > rand.loglik_history_[0]  # seeded on the data, not uniform
+
+
+def test_draws_by_passes_are_inverse_transform_draws():
+    """Every draw is the row where u x total falls in the running sum of the probabilities."""
+    from tensorprob.counting import unique_rows
+    from tensorprob.cpd._em import EMData, _draw_by_passes
+    from tensorprob.cpd._stream import Spill
+
+    X, _ = _distinct_planted(700)
+    rows, W, _ = unique_rows(torch.as_tensor(X), torch.rand(700, 2, dtype=torch.float64,
+                                                              generator=torch.Generator().manual_seed(1)))
+    cards = torch.as_tensor(X.max(0) + 1)
+    spill = Spill(X.shape[1], np.int64, 2, block_rows=64)
+    try:
+        spill.append(rows, W)
+        r, w = spill.finish()
+        data = EMData.build(r, cards, w, torch.float64, 64, spill=spill)
+        p = torch.rand(700, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) ** 4
+        p[:, 2] = 0  # all zero: that model draws by weight
+        ws = torch.tensor([0, 1, 1])
+        n_draw, L = [5, 2, 3], 5
+        gens = [torch.Generator().manual_seed(10 + b) for b in range(3)]
+        live = torch.tensor([True, True, True])
+        flat = _draw_by_passes(data, ws, lambda s, e, w: p[s:e], live, n_draw, L, gens)
+    finally:
+        spill.close()
+    offsets = np.concatenate([[0], np.cumsum(X.max(0) + 1)[:-1]])
+    q = torch.where(p.sum(0) > 0, p, W[:, ws]).numpy()
+    for b in range(3):
+        u = torch.rand(n_draw[b], generator=torch.Generator().manual_seed(10 + b), dtype=torch.float64).numpy()
+        cum = np.cumsum(q[:, b])
+        idx = np.searchsorted(cum, u * cum[-1], side="right")
+        want = rows.numpy()[np.concatenate([idx, np.full(L - n_draw[b], idx[0])])] + offsets
+        np.testing.assert_array_equal(flat.view(3, L, -1)[b].numpy(), want)
+
+
+def test_spilled_blocks_bound_the_memory(monkeypatch, tmp_path):
+    """Every product of the E-step and of the seeding sees at most block_rows rows; nothing is cached."""
+    from tensorprob.cpd import _em
+
+    X, y = _distinct_planted(2000)
+    D = int((X.max(0) + 1).sum()) + 3  # the (variable, value) columns, label included
+    seen = []
+    for name in ("incidence_matmul", "_spmm"):
+        orig = getattr(_em, name)
+
+        def spy(S, *args, _orig=orig, **kw):
+            seen.append(S.shape[1] if S.shape[0] == D else S.shape[0])  # S (rows, D) or S^T (D, rows)
+            return _orig(S, *args, **kw)
+
+        monkeypatch.setattr(_em, name, spy)
+    built = []
+    orig_build = _em.EMData.build.__func__
+    monkeypatch.setattr(_em.EMData, "build", classmethod(lambda cls, *a, **k: built.append(orig_build(cls, *a, **k))
+                                                         or built[-1]))
+    tp.fit_cpds(RowChunks([(X[s], y[s]) for s in _pieces(2000, [1000, 1000])], storage="spill", block_rows=128),
+                ranks=[2, 3], n_restarts=2, **dict(KWS, n_iter_max=5))
+    assert len(seen) > 6 * 2000 // 128 and max(seen) <= 128
+    assert built and all(not d.incidence.cached and d.spill is not None for d in built)
+
+
+def test_spill_files_removed_on_error(tmp_path):
+    X, y = _distinct_planted(600)
+
+    def stop(it, ll):
+        raise RuntimeError("stop the fit")
+
+    chunks = RowChunks([(X[:300], y[:300]), (X[300:], y[300:])], storage="spill", spill_dir=tmp_path)
+    with pytest.raises(RuntimeError, match="stop the fit"):
+        tp.fit_cpd(chunks, rank=2, callback=stop, **KWS)
+    assert chunks.spilled_ and _spill_dirs(tmp_path) == []
+    reads = []
+
+    def flaky():  # the second pass fails after writing a chunk to the spill
+        reads.append(1)
+        yield X[:300], y[:300]
+        if len(reads) > 1:
+            raise OSError("disk gone")
+        yield X[300:], y[300:]
+
+    with pytest.raises(OSError, match="disk gone"):
+        tp.fit_cpd(RowChunks(flaky, storage="spill", spill_dir=tmp_path), rank=2, **KWS)
+    assert _spill_dirs(tmp_path) == []
+
+
+def test_select_rank_refuses_streamed_data():
+    X, y = _codes()
+    with pytest.raises(TypeError, match="select_rank takes data in memory"):
+        tp.select_rank(RowChunks([(X, y)]), y, ranks=[2], device="cpu")
 
 
 # --- distributed: every rank streams its own Parquet files -------------------------------------
@@ -215,6 +386,43 @@ def test_two_gloo_ranks_read_their_parquet_shards(tmp_path, dtype):
     for _, (_, n_rows, got) in out:
         assert n_rows == len(df)
         for m, (hist, weights, factors) in zip(ref, got):
+            np.testing.assert_allclose(hist, m.loglik_history_, rtol=1e-9, atol=0)
+            np.testing.assert_allclose(weights, m.weights.numpy(), rtol=1e-9, atol=1e-12)
+            for fa, fb in zip(m.factors, factors):
+                np.testing.assert_allclose(fb, fa.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def _job_spilled_ranks(rank, world, X, y, cuts):
+    mine = [slice(a, b) for a, b in cuts[rank]]
+    spilled = RowChunks([(X[s], y[s]) for s in mine], storage="spill", block_rows=90)
+    pp = tp.fit_cpds(spilled, ranks=[2, 3], n_restarts=2, distributed=True, dtype="float64", **KWS)
+    # rank 0 outgrows its table and spills, rank 1 keeps a table: the EM sums both
+    mixed = RowChunks([(X[s], y[s]) for s in mine], max_distinct_rows=100 if rank == 0 else None)
+    rnd = tp.fit_cpds(mixed, ranks=[2, 3], init="random", distributed=True, dtype="float64", **KWS)
+    pack = [(m.loglik_history_, m.weights.numpy(), [f.numpy() for f in m.factors]) for m in pp + rnd]
+    return spilled.spilled_, mixed.spilled_, pack
+
+
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
+def test_two_gloo_ranks_spill_their_rows(dtype):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    if dtype != torch.float64:
+        pytest.skip("one lane is enough: the spawned processes fit in float64")
+    from _dist_helpers import run_ranks
+
+    X, y = _distinct_planted(1000)
+    cuts = [[(0, 250), (250, 600)], [(600, 1000)]]
+    out = run_ranks(_job_spilled_ranks, world=2, args=(X, y, cuts))
+    assert all(status == "ok" for status, _ in out), out
+    # k-means++ over the spills of both ranks = the single-process spill of the same chunks in rank order
+    one = RowChunks([(X[a:b], y[a:b]) for c in cuts for a, b in c], storage="spill", block_rows=90)
+    ref = tp.fit_cpds(one, ranks=[2, 3], n_restarts=2, dtype="float64", **KWS)
+    ref += tp.fit_cpds(X, ranks=[2, 3], y=y, init="random", dtype="float64", **KWS)  # = in memory
+    assert [o[1][:2] for o in out] == [(True, True), (True, False)]
+    for _, (_, _, got) in out:
+        for m, (hist, weights, factors) in zip(ref, got, strict=True):
             np.testing.assert_allclose(hist, m.loglik_history_, rtol=1e-9, atol=0)
             np.testing.assert_allclose(weights, m.weights.numpy(), rtol=1e-9, atol=1e-12)
             for fa, fb in zip(m.factors, factors):

@@ -37,25 +37,63 @@ from ..ops import incidence_matmul_reference as _spmm  # blocked CSR @ dense, al
 
 @dataclass
 class EMData:
-    """Distinct rows of coded data with per-model weights, and their incidence matrix."""
+    """Rows of coded data with per-model weights, and the incidence matrix the passes read.
+
+    The rows are either held in memory (the distinct rows of the data, the usual case) or
+    spilled to temporary files by an out-of-core fit (:mod:`._stream`): ``rows`` and
+    ``weights`` are then CPU tensors mapped from those files, ``incidence`` builds each block
+    of rows on ``device`` at every pass and keeps none, and ``spill`` holds the files (and
+    makes the per-row arrays of the k-means++ seeding there). Every pass reads the rows one
+    block at a time through :meth:`blocks`, the same way for both.
+    """
 
     rows: torch.Tensor  # (M', N) integer codes (compact dtype), -1 missing
-    cards: torch.Tensor  # (N,) int64
+    cards: torch.Tensor  # (N,) int64, on device
     weights: torch.Tensor  # (M', K) float64: K weight sets
     incidence: Incidence
     var_of_col: torch.Tensor  # (D,) int64: variable of each flat column
     totals: torch.Tensor  # (K,) float64: total weight of each weight set (over all ranks when distributed)
     distributed: bool = False  # rows are this rank's share: row sums are all-reduced
+    spill: object | None = None  # the files of spilled rows (``_stream.Spill``), None when in memory
 
     @classmethod
     def build(cls, rows: torch.Tensor, cards: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype,
-              bytes_per_row: int, distributed: bool = False) -> EMData:
-        inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
-        var = torch.repeat_interleave(torch.arange(cards.numel(), device=rows.device), cards.to(rows.device))
-        totals = weights.sum(0)
+              bytes_per_row: int, distributed: bool = False, device: torch.device | None = None,
+              spill: object | None = None) -> EMData:
+        device = rows.device if device is None else torch.device(device)
+        max_rows = None if spill is None else spill.block_rows
+        inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
+                        max_rows=max_rows, cache=None if spill is None else False)
+        var = torch.repeat_interleave(torch.arange(cards.numel(), device=device), cards.to(device))
+        totals = weights.sum(0).to(device)
         if distributed:
             totals = _distributed.all_reduce_sum(totals)
-        return cls(rows, cards.to(rows.device), weights, inc, var, totals, distributed)
+        return cls(rows, cards.to(device), weights, inc, var, totals, distributed, spill)
+
+    @property
+    def device(self) -> torch.device:
+        return self.incidence.device
+
+    def blocks(self, weight_set: torch.Tensor, transpose: bool = True, matrices: bool = True):
+        """One pass over the rows: ``(start, stop, S, S^T or None, w)`` per block of rows.
+
+        ``w`` (rows, B) float64 on ``device`` holds the block's weights of each model
+        (``weight_set`` picks the weight column of each). ``matrices=False``: the same blocks
+        without building S (None in its place), for passes that read only codes and weights.
+        """
+        on_device = self.weights.device == self.device
+        ws = weight_set if on_device else weight_set.to(self.weights.device)
+        if matrices:
+            chunks = self.incidence.chunks(transpose)
+        else:
+            chunks = ((s, e, None, None) for s, e in self.incidence.ranges)
+        for start, stop, S, ST in chunks:
+            w = self.weights[start:stop][:, ws]
+            yield start, stop, S, ST, (w if on_device else w.to(self.device))
+
+    def block_codes(self, start: int, stop: int) -> torch.Tensor:
+        """Codes of rows ``start:stop`` on ``device``."""
+        return self.rows[start:stop].to(self.device)
 
 
 @dataclass
@@ -116,20 +154,19 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     """
     B, Fmax = state.log_lam.shape
     D, P = state.log_A.shape
-    W = data.weights[:, state.weight_set]  # (M', B) float64
     f64 = torch.float64
     dev = state.log_A.device
     ll_sum = torch.zeros(B, dtype=f64, device=dev)
     lam_num = torch.zeros(B, Fmax, dtype=f64, device=dev) if need_stats else None
     num = torch.zeros(D, P, dtype=f64, device=dev) if need_stats else None
     if not data.distributed:
-        _e_step_rows(data, state, W, ll_sum, lam_num, num)
+        _e_step_rows(data, state, ll_sum, lam_num, num)
         return ll_sum / data.totals[state.weight_set], lam_num, num
     # this rank's rows, then one float64 all-reduce of every statistic of the iteration (and
     # of a per-rank failure flag, so that an error on one rank stops all of them together)
     err = None
     try:
-        _e_step_rows(data, state, W, ll_sum, lam_num, num)
+        _e_step_rows(data, state, ll_sum, lam_num, num)
     except Exception as exc:  # noqa: BLE001 - reported to every rank through the reduced flags
         err = exc
     parts = [ll_sum] + ([lam_num.view(-1), num.view(-1)] if need_stats else [])
@@ -144,21 +181,25 @@ def e_step(data: EMData, state: EMState, *, need_stats: bool):
     return ll_sum / data.totals[state.weight_set], lam_num, num
 
 
-def _e_step_rows(data: EMData, state: EMState, W: torch.Tensor, ll_sum: torch.Tensor, lam_num: torch.Tensor | None,
+def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: torch.Tensor | None,
                  num: torch.Tensor | None) -> None:
-    """Accumulate the log-likelihood sums and, when given buffers, the M-step statistics of the local rows."""
+    """Accumulate the log-likelihood sums and, when given buffers, the M-step statistics of the local rows.
+
+    The rows come one block at a time from :meth:`EMData.blocks`: chunks of the rows in
+    memory, or blocks read from the spill files of an out-of-core fit; the sums are the
+    same either way, only their blocking differs.
+    """
     B, Fmax = state.log_lam.shape
     f64 = torch.float64
     need_stats = lam_num is not None
     kernel = use_triton(state.log_A)
-    for start, stop, S, ST in data.incidence.chunks(need_stats):
+    for start, stop, S, ST, w in data.blocks(state.weight_set, need_stats):
         m = stop - start
         Lp = incidence_matmul(S, state.log_A, data.incidence.flat_t(start, stop) if kernel else None)  # (m, P)
         L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
         mx = L.amax(dim=2, keepdim=True)  # finite: every model has a component of positive weight
         E = torch.exp(L.sub_(mx))  # (m, B, Fmax), in place of L
         tot = E.sum(dim=2)
-        w = W[start:stop]
         ll_sum += (w * (mx[..., 0] + torch.log(tot))).sum(0)
         if need_stats:
             wR = E.mul_((w / tot)[..., None])  # (m, B, Fmax) weighted responsibilities, in place of E
@@ -295,8 +336,8 @@ def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: li
 
 
 def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int, gens: list[torch.Generator],
-                  dtype: torch.dtype, smoothing: float = 1.0, var_mask: torch.Tensor | None = None
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+                  dtype: torch.dtype, smoothing: float = 1.0, var_mask: torch.Tensor | None = None,
+                  by_passes: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """k-means++-style seeding on the one-hot rows (Hamming distance), then one M-step.
 
     Seeds are drawn one per step for all models at once: the first with probability
@@ -305,68 +346,197 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     the candidate that lowers the total weighted squared distance most (greedy k-means++). Rows are then assigned to their nearest
     seed and the factors are the smoothed (``smoothing`` pseudo-counts) value frequencies
     of each group, so every start is a distinct, data-driven partition.
+
+    Every pass reads the rows block by block (:meth:`EMData.blocks`). The per-row state (the
+    best match with a seed so far and the nearest seed) is held in memory, or, for spilled
+    rows, in files beside the spill. ``by_passes`` chooses how a seed is drawn: False draws
+    with ``torch.multinomial`` from the vector of all the rows' probabilities (rows in
+    memory); True draws by inverse transform in passes over the blocks (:func:`_draw_by_passes`),
+    with memory bounded by a block, over the rows of all ranks in rank order when the data
+    is distributed. Default: True for spilled or distributed rows. Both draw from the same
+    distribution but consume the random stream differently, so their seeds differ.
     """
-    device = data.rows.device
+    device = data.device
+    f64 = torch.float64
     D = int(data.cards.sum())
     B = len(ranks)
     N = data.cards.numel()
-    W = data.weights[:, weight_set]  # (M', B)
-    n_rows = W.shape[0]
+    n_rows = data.rows.shape[0]
+    ws = torch.tensor(weight_set, device=device)
+    if by_passes is None:
+        by_passes = data.spill is not None or data.distributed
+    if data.distributed and not by_passes:
+        raise ValueError("k-means++ on distributed rows draws its seeds by passes (by_passes=True)")
     # var_mask (N, B): the variables each model describes (default all); distances count only those
     vm = torch.ones(N, B, dtype=torch.bool, device=device) if var_mask is None else var_mask
-    vm_f = vm.to(torch.float64)
-    n_obs = torch.cat([(data.rows[s:e] >= 0).to(torch.float64) @ vm_f for s, e in data.incidence.ranges], 0)  # (M', B)
-    seeds = torch.zeros(B, F, dtype=torch.int64, device=device)
-    best_match = torch.full((n_rows, B), -1.0, dtype=torch.float64, device=device)  # matches with nearest seed
-    nearest = torch.zeros(n_rows, B, dtype=torch.int64, device=device)
+    vm_f = vm.to(f64)
+
+    def count_obs(start: int, stop: int) -> torch.Tensor:  # (rows, B): observed variables of each model
+        return (data.block_codes(start, stop) >= 0).to(f64) @ vm_f
+
+    if by_passes:
+        n_obs_all = W_all = None
+        obs_of = count_obs
+    else:
+        n_obs_all = torch.cat([count_obs(s, e) for s, e in data.incidence.ranges], 0)  # (M', B)
+        W_all = data.weights[:, ws.to(data.weights.device)].to(device)  # (M', B)
+
+        def obs_of(start: int, stop: int) -> torch.Tensor:
+            return n_obs_all[start:stop]
+
+    best_match = _row_array(data, (n_rows, B), f64, -1.0)  # matches with the nearest seed so far
+    nearest = _row_array(data, (n_rows, B), torch.int64, 0)
     trials = [2 + int(np.log(r)) for r in ranks]  # per model, so a start ignores its batch
     cols = torch.arange(B, device=device)
     for f in range(F):
-        if f == 0:
-            p, L = W.clone(), 1
+        L = 1 if f == 0 else max(trials)
+        live = torch.tensor([f < r for r in ranks], device=device)
+        if by_passes:
+            def prob(start: int, stop: int, w: torch.Tensor, f: int = f) -> torch.Tensor:
+                if f == 0:
+                    return w
+                return w * (obs_of(start, stop) - _rows_of(best_match, start, stop, device)).clamp_min(0) ** 2
+
+            n_draw = [1 if f == 0 else t for t in trials]
+            sf = _draw_by_passes(data, ws, prob, live, n_draw, L, gens)  # (B L, N)
         else:
-            p, L = W * (n_obs - best_match).clamp_min(0) ** 2, max(trials)
-        cand = torch.empty(B, L, dtype=torch.int64, device=device)
-        for b in range(B):  # draws per model from its own stream (B is small)
-            pb = p[:, b] if f < ranks[b] and float(p[:, b].sum()) > 0 else W[:, b]
-            n_b = 1 if f == 0 else trials[b]
-            cand[b, :n_b] = torch.multinomial(pb / pb.sum(), n_b, replacement=True, generator=gens[b])
-            cand[b, n_b:] = cand[b, 0]  # padding repeats a candidate: the argmin is unchanged
+            p = W_all.clone() if f == 0 else W_all * (n_obs_all - best_match).clamp_min(0) ** 2
+            cand = torch.empty(B, L, dtype=torch.int64, device=device)
+            for b in range(B):  # draws per model from its own stream (B is small)
+                pb = p[:, b] if f < ranks[b] and float(p[:, b].sum()) > 0 else W_all[:, b]
+                n_b = 1 if f == 0 else trials[b]
+                cand[b, :n_b] = torch.multinomial(pb / pb.sum(), n_b, replacement=True, generator=gens[b])
+                cand[b, n_b:] = cand[b, 0]  # padding repeats a candidate: the argmin is unchanged
+            sf = data.incidence.flat(index=cand.reshape(-1))  # (B L, N)
         # matches of every row with every candidate seed: S @ one-hot(candidates), (M', B, L)
-        sf = data.incidence.flat(index=cand.reshape(-1))  # (B L, N)
         use = (sf >= 0) & vm.T.repeat_interleave(L, 0)  # observed and described by the model
         onehot = torch.zeros(D, B * L, dtype=dtype, device=device)
         onehot[sf.clamp_min(0), torch.arange(B * L, device=device)[:, None].expand_as(sf)] = use.to(dtype)
-        # (rows, B, L) only one incidence chunk at a time: the budget bounds it
+        # (rows, B, L) only one block at a time: the budget bounds it
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
-            potential = torch.zeros(B, L, dtype=torch.float64, device=device)
-            for start, stop, S, _ in data.incidence.chunks(False):
-                match = _spmm(S, onehot).to(torch.float64).view(stop - start, B, L)
-                dist = (n_obs[start:stop, :, None] - torch.maximum(match, best_match[start:stop, :, None])).clamp_min(0)
-                potential += (W[start:stop, :, None] * dist**2).sum(0)  # (B, L)
+            potential = torch.zeros(B, L, dtype=f64, device=device)
+            for start, stop, S, _, w in data.blocks(ws, False):
+                match = _spmm(S, onehot).to(f64).view(stop - start, B, L)
+                near = _rows_of(best_match, start, stop, device)
+                dist = (obs_of(start, stop)[:, :, None] - torch.maximum(match, near[:, :, None])).clamp_min(0)
+                potential += (w[:, :, None] * dist**2).sum(0)  # (B, L)
+            if data.distributed:
+                potential = _distributed.all_reduce_sum(potential.view(-1)).view(B, L)
             pick = potential.argmin(1)
         else:
             pick = torch.zeros(B, dtype=torch.int64, device=device)
-        seeds[:, f] = cand[cols, pick]
         picked = onehot.view(D, B, L)[:, cols, pick]  # (D, B): the chosen seeds
-        m_new = torch.cat([_spmm(S, picked) for _, _, S, _ in data.incidence.chunks(False)], 0).to(torch.float64)  # (M', B)
-        live = torch.tensor([f < r for r in ranks], device=device)
-        better = (m_new > best_match) & live[None, :]
-        nearest = torch.where(better, torch.full_like(nearest, f), nearest)
-        best_match = torch.where(better, m_new, best_match)
-    # responsibilities: hard assignment to nearest seed, one incidence chunk at a time
-    num = torch.zeros(D, B * F, dtype=torch.float64, device=device)
-    lam = torch.zeros(B, F, dtype=torch.float64, device=device)
-    for start, stop, _, ST in data.incidence.chunks():
-        wR = torch.zeros(stop - start, B, F, dtype=torch.float64, device=device)
-        wR.scatter_(2, nearest[start:stop, :, None], W[start:stop, :, None])
+        for start, stop, S, _, _ in data.blocks(ws, False):
+            m_new = _spmm(S, picked).to(f64)  # (rows, B)
+            old = _rows_of(best_match, start, stop, device)
+            better = (m_new > old) & live[None, :]
+            near = torch.where(better, torch.full_like(m_new, f, dtype=torch.int64),
+                               _rows_of(nearest, start, stop, device))
+            _set_rows(nearest, start, stop, near)
+            _set_rows(best_match, start, stop, torch.where(better, m_new, old))
+    # responsibilities: hard assignment to nearest seed, one block at a time
+    num = torch.zeros(D, B * F, dtype=f64, device=device)
+    lam = torch.zeros(B, F, dtype=f64, device=device)
+    for start, stop, _, ST, w in data.blocks(ws):
+        wR = torch.zeros(stop - start, B, F, dtype=f64, device=device)
+        wR.scatter_(2, _rows_of(nearest, start, stop, device)[:, :, None], w[:, :, None])
         lam += wR.sum(0)
         num += _spmm(ST, wR.view(stop - start, B * F))
+    if data.distributed:
+        buf = _distributed.all_reduce_sum(torch.cat([lam.view(-1), num.view(-1)]))
+        lam, num = buf[:B * F].view(B, F), buf[B * F:].view(D, B * F)
     num = num.view(D, B, F) + smoothing
-    denom = torch.zeros(N, B, F, dtype=torch.float64, device=device).index_add_(0, data.var_of_col, num)
+    denom = torch.zeros(N, B, F, dtype=f64, device=device).index_add_(0, data.var_of_col, num)
     log_A = torch.log(num / denom[data.var_of_col]).to(dtype)
     lam = lam + 1e-3
     ranks_t = torch.tensor(ranks, device=device)
     lam = lam.masked_fill(torch.arange(F, device=device)[None, :] >= ranks_t[:, None], 0.0)
     lam = lam / lam.sum(1, keepdim=True)
     return torch.log(lam), log_A
+
+
+def _row_array(data: EMData, shape: tuple[int, int], dtype: torch.dtype, fill: float) -> torch.Tensor:
+    """A per-row array: in memory on the data's device, or a file of the spill for spilled rows."""
+    if data.spill is not None:
+        return data.spill.array(shape, dtype, fill)
+    return torch.full(shape, fill, dtype=dtype, device=data.device)
+
+
+def _rows_of(arr: torch.Tensor, start: int, stop: int, device: torch.device) -> torch.Tensor:
+    return arr[start:stop].to(device)
+
+
+def _set_rows(arr: torch.Tensor, start: int, stop: int, value: torch.Tensor) -> None:
+    arr[start:stop] = value.to(arr.device)
+
+
+def _draw_by_passes(data: EMData, ws: torch.Tensor, prob, live: torch.Tensor, n_draw: list[int], L: int,
+                    gens: list[torch.Generator]) -> torch.Tensor:
+    """Rows drawn with probability ``prob`` by inverse transform, in two passes over the blocks.
+
+    Model b draws ``n_draw[b]`` rows from its own generator: ``u * total`` with ``u`` uniform
+    in [0, 1) is located in the running sum of ``prob(start, stop, w)[:, b]`` over the rows
+    (the rows of all ranks in rank order when the data is distributed), so only one block of
+    probabilities is ever in memory. A model past its rank, or whose probabilities are all
+    zero, draws by weight. The first pass sums the probabilities, the second locates the
+    draws; columns ``n_draw[b]:L`` repeat the first draw.
+
+    Returns
+    -------
+    int64 tensor of shape (B L, N)
+        The flat column indices (-1 missing) of each drawn row, model-major.
+    """
+    device = data.device
+    f64 = torch.float64
+    B = len(n_draw)
+    sums = torch.zeros(2, B, dtype=f64, device=device)  # this rank's totals of prob and of the weights
+    for start, stop, _, _, w in data.blocks(ws, matrices=False):
+        sums[0] += prob(start, stop, w).sum(0)
+        sums[1] += w.sum(0)
+    per_rank = _distributed.all_gather(sums.cpu()) if data.distributed else [sums.cpu()]
+    per_rank = torch.stack(per_rank).to(device)  # (R, 2, B)
+    me = _distributed.rank() if data.distributed else 0
+    use_p = live & (per_rank[:, 0].sum(0) > 0)  # (B,)
+    q_rank = torch.where(use_p[None, :], per_rank[:, 0], per_rank[:, 1])  # (R, B) mass of each rank
+    offset = torch.cumsum(q_rank, 0) - q_rank  # (R, B) where each rank starts in the running sum
+    total = q_rank.sum(0)
+    t = torch.empty(B, L, dtype=f64, device=device)
+    for b in range(B):
+        g = gens[b]
+        u = torch.rand(n_draw[b], generator=g, dtype=f64, device=g.device).to(device)
+        t[b, :n_draw[b]] = u * total[b]
+        t[b, n_draw[b]:] = t[b, 0]
+    # the owner of a draw: the last rank of positive mass starting at or before it (the last
+    # one also takes a draw that rounding puts at or past its end)
+    R = q_rank.shape[0]
+    starts_ok = (offset[:, :, None] <= t[None]) & (q_rank[:, :, None] > 0)  # (R, B, L)
+    owner = torch.where(starts_ok, torch.arange(R, device=device)[:, None, None], -1).amax(0)  # (B, L)
+    mine = owner == me
+    found = torch.full((B, L), -1, dtype=torch.int64, device=device)
+    last_pos = torch.full((B,), -1, dtype=torch.int64, device=device)  # last row of positive mass here
+    if bool(mine.any()):
+        c0 = offset[me].clone()
+        for start, stop, _, _, w in data.blocks(ws, matrices=False):
+            m = stop - start
+            if m == 0:
+                continue
+            q = torch.where(use_p[None, :], prob(start, stop, w), w)  # (m, B)
+            cs = c0[None, :] + torch.cumsum(q, 0)
+            idx = torch.searchsorted(cs.T.contiguous(), t, right=True)  # (B, L): first row whose sum exceeds
+            hit = mine & (found < 0) & (idx < m)
+            found = torch.where(hit, start + idx, found)
+            pos = q > 0
+            has = pos.any(0)
+            last = m - 1 - torch.flip(pos, [0]).to(torch.int8).argmax(0)
+            last_pos = torch.where(has, start + last, last_pos)
+            c0 = cs[-1]
+            if not bool((mine & (found < 0)).any()):
+                break
+        found = torch.where(mine & (found < 0), last_pos[:, None].expand(B, L), found)
+    flat = torch.zeros(B * L, data.cards.numel(), dtype=torch.int64, device=device)
+    take = mine.reshape(-1)
+    if bool(take.any()):
+        flat[take] = data.incidence.flat(index=found.reshape(-1)[take]) + 1
+    if data.distributed:  # each draw comes from exactly one rank
+        flat = _distributed.all_reduce_sum(flat.view(-1).to(f64)).view(B * L, -1).round().to(torch.int64)
+    return flat - 1

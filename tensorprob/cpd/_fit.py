@@ -37,12 +37,14 @@ def _check_options(n_restarts: Any, n_iter_max: Any, tol: Any, alpha: Any, init:
 def _fit_prepared(prep: PreparedData, ranks: list[int], W_np: np.ndarray, *, device: torch.device,
                   dtype: torch.dtype, n_restarts: int, n_iter_max: int, tol: float, alpha: float, init: str,
                   random_state: RandomStateLike, callback: Any = None, stacklevel: int = 3,
-                  distributed: bool = False, merged: tuple[torch.Tensor, torch.Tensor] | None = None
-                  ) -> list[CPDModel]:
+                  distributed: bool = False, merged: tuple[torch.Tensor, torch.Tensor] | None = None,
+                  spill: Any = None) -> list[CPDModel]:
     """Fit every (rank, weight column) of validated data as one batched EM, warning about weak fits.
 
     ``merged``: the distinct rows and their merged weights when they are known already
-    (out-of-core input, :mod:`._stream`); ``W_np`` is then ignored.
+    (out-of-core input, :mod:`._stream`); ``W_np`` is then ignored. ``spill``: those rows
+    are the spilled ones, mapped from its files (they stay on the CPU; the EM moves one
+    block at a time to ``device``).
     """
     rows, W = prep.merge(W_np, device) if merged is None else merged
     seed = seed_from_random_state(random_state)
@@ -57,7 +59,7 @@ def _fit_prepared(prep: PreparedData, ranks: list[int], W_np: np.ndarray, *, dev
     models = fit_batched(rows, torch.as_tensor(prep.cards), W, ranks, n_restarts=n_restarts, n_iter_max=n_iter_max,
                          tol=tol, alpha=alpha, init=init, seed=seed, dtype=dtype,
                          callback=callback, variable_names=prep.names, target=prep.target, classes=prep.classes,
-                         encoder=prep.encoder, distributed=distributed)
+                         encoder=prep.encoder, distributed=distributed, device=device, spill=spill)
     for model in models:
         dead = int((model.weights <= 0).sum())
         if dead:
@@ -218,11 +220,17 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
             raise ValueError("with streamed X (RowChunks, a callable or a Parquet path) the labels and weights come "
                              "with the chunks, (X, y) or (X, y, sample_weight), or from RowChunks.from_parquet("
                              "target=...); y and sample_weight must be None")
-        prep, rows, W = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
-                                       missing_values=missing_values, device=dev, distributed=dist_on)
-        return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
-                             tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
-                             stacklevel=4, distributed=dist_on, merged=(rows, W))
+        prep, rows, W, spill = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer,
+                                              n_bins=n_bins, missing_values=missing_values, device=dev,
+                                              distributed=dist_on)
+        try:
+            return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts,
+                                 n_iter_max=n_iter_max, tol=tol, alpha=alpha, init=init, random_state=random_state,
+                                 callback=callback, stacklevel=4, distributed=dist_on, merged=(rows, W), spill=spill)
+        finally:
+            del rows, W
+            if spill is not None:
+                spill.close()
     prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
                         missing_values=missing_values, distributed=dist_on)
     if dist_on:
@@ -278,7 +286,7 @@ def _global_rows(rows: torch.Tensor, W: torch.Tensor) -> tuple[torch.Tensor, tor
 def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks: list[int], *, n_restarts: int,
                 n_iter_max: int, tol: float, alpha: float, init: str, seed: int, dtype: torch.dtype,
                 callback: Any = None, var_mask: torch.Tensor | None = None, distributed: bool = False,
-                **model_kwargs: Any) -> list[CPDModel]:
+                device: Any = None, spill: Any = None, **model_kwargs: Any) -> list[CPDModel]:
     """Fit every (rank, weight set, restart) as one batched EM; keep the best restart of each.
 
     Parameters
@@ -294,7 +302,14 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
         group): the E-step sums are all-reduced once per iteration, and the k-means++ seeds are
         drawn from the global distinct rows (:func:`_global_rows`), so every rank fits the
         models the single-process call on all the rows fits. ``seed`` must be the same on
-        every rank.
+        every rank. When any rank's rows are spilled, the seeds are drawn by passes over the
+        rows of all ranks instead (:func:`~._em.init_kmeanspp` with ``by_passes=True``).
+    device : torch.device, optional
+        Where the EM runs (default that of ``rows``).
+    spill : _stream.Spill, optional
+        ``rows`` and ``W`` are mapped from the files of this spill (CPU tensors): the EM reads
+        them a block at a time (at most ``spill.block_rows`` rows, or what the memory budget
+        allows) at every pass, and the k-means++ seeding keeps its per-row state in files there.
     **model_kwargs
         ``variable_names``, ``target``, ``classes``, ``encoder`` of the models.
 
@@ -304,16 +319,20 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
         Per (rank, weight set), rank-major, built from the EM's log parameters with their fit
         diagnostics (``n_iter_``, ``loglik_history_``, ``converged_``).
     """
-    device = rows.device
+    device = rows.device if device is None else torch.device(device)
     K = W.shape[1]
     Fmax = max(ranks)
-    if distributed and init != "random":  # k-means++ seeds on the global distinct rows (see _global_rows)
-        g_rows, g_W = _global_rows(rows, W)
+    spilled = spill is not None
+    if distributed and init != "random":
+        spilled = bool(_distributed.all_reduce_sum(torch.tensor([float(spilled)]))[0] > 0)
+        if not spilled:  # k-means++ seeds on the global distinct rows (see _global_rows)
+            g_rows, g_W = _global_rows(rows, W)
     spec = [(r, k, j) for r in ranks for k in range(K) for j in range(n_restarts)]
     B = len(spec)
     itemsize = torch.finfo(dtype).bits // 8
     _check_request(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize)
-    data = EMData.build(rows, cards, W, dtype, _bytes_per_row(B, Fmax, itemsize), distributed=distributed)
+    data = EMData.build(rows, cards, W, dtype, _bytes_per_row(B, Fmax, itemsize), distributed=distributed,
+                        device=device, spill=spill)
     D = int(cards.sum())
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
     ranks_b = [r for (r, _, _) in spec]
@@ -323,9 +342,10 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
         log_lam, log_A = init_random(D, data.cards, data.var_of_col, ranks_b, Fmax, gens, dtype, device)
     else:
         seed_data = data
-        if distributed:
+        if distributed and not spilled:
             seed_data = EMData.build(g_rows, cards, g_W, dtype, _bytes_per_row(B, Fmax, itemsize))
-        log_lam, log_A = init_kmeanspp(seed_data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm)
+        log_lam, log_A = init_kmeanspp(seed_data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm,
+                                       by_passes=spilled)
         del seed_data
     col_keep = None
     if vm is not None:

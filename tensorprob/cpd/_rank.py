@@ -1,6 +1,7 @@
 """Rank selection by the CPD classifier's cross-validated error (paper 000, section V)."""
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,14 @@ class RankSelection:
     errors: np.ndarray
     mean_errors: np.ndarray
     train_loglik: np.ndarray
+
+
+def _is_streamed(X: Any) -> bool:
+    """Whether ``X`` is streamed input of the CPD fits (RowChunks, a callable, a path)."""
+    from ..datasets._chunks import RowChunks
+
+    return isinstance(X, (RowChunks, str, os.PathLike)) or (
+        callable(X) and not hasattr(X, "shape") and not hasattr(X, "iloc"))
 
 
 @fill_doc
@@ -88,11 +97,19 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     ------
     ValueError
         Empty ``ranks``, ``cv < 2``, no labels, or a class with fewer than ``cv`` samples.
+    TypeError
+        ``X`` is streamed input (RowChunks, a callable, a Parquet path): the folds need every
+        row's label in memory.
     """
     ranks = [_check_int("ranks entry", r, 1) for r in ranks]
     if not ranks:
         raise ValueError("ranks must not be empty")
     cv = _check_int("cv", cv, 2)
+    if _is_streamed(X):
+        raise TypeError("select_rank takes data in memory, not streamed row chunks (RowChunks, a callable or a "
+                        "Parquet path): its stratified folds need the label of every row. Out of core, fit the "
+                        "candidate ranks with tensorprob.fit_cpds on training chunks and compare them on held-out "
+                        "chunks (CPDModel.predict), or run select_rank on a sample of the rows")
     if y is None:
         raise ValueError("select_rank needs the class labels y")
     dist_on = _distributed.active(distributed)

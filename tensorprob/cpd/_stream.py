@@ -6,9 +6,23 @@ learns the encoding and the classes from all the chunks. Pass 2 codes every chun
 running table (weights summed, float64). The EM then runs on that table: the in-memory fit
 merges duplicate rows the same way first, so the two fits are the same computation. Memory
 is bounded by one chunk plus the table of distinct rows (``RowChunks.max_distinct_rows``).
+
+When the table would outgrow that limit (``RowChunks(storage="auto")``, the default), or
+from the start with ``storage="spill"``, pass 2 writes the rows to a :class:`Spill`
+instead: the table so far, then each chunk's rows with its own duplicates merged, as
+compact integer codes and float64 weights in two temporary files. The EM reads them back
+memory-mapped, one block of rows at a time at every pass (:meth:`EMData.blocks
+<tensorprob.cpd._em.EMData.blocks>`; the E-step is the one of the rows in memory), so
+memory is bounded by a block and the model, not by the rows. The sums run in another order
+than on the table, so the fit equals the in-memory one up to rounding; k-means++ seeds are
+drawn by passes over the blocks (another draw of the same distribution). The caller
+removes the files (:meth:`Spill.close`) when the fit ends, also on error.
 """
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -16,6 +30,7 @@ import torch
 
 from .. import _distributed
 from .._config import get_config
+from .._device import to_numpy
 from ..counting import unique_rows
 from ..datasets._chunks import RowChunks
 from ..encoding._encode import _compact_dtype
@@ -25,19 +40,88 @@ from ._validation import PreparedData, _weight_scale
 __all__ = ["as_chunks", "prepare_stream"]
 
 
+class Spill:
+    """Coded rows and their weights written to temporary files, then read back memory-mapped.
+
+    Pass 2 appends each chunk's rows (compact integer codes) and float64 weights to two
+    files of a fresh directory under ``directory`` (default :func:`tempfile.gettempdir`);
+    :meth:`finish` maps them as CPU tensors that the EM reads one block at a time, and
+    :meth:`array` makes further per-row files there (the k-means++ seeding's state).
+    :meth:`close` removes the directory; the fit calls it when it ends, also on error.
+    """
+
+    def __init__(self, n_cols: int, code_dtype: Any, n_weights: int, directory: Any = None,
+                 block_rows: int | None = None) -> None:
+        self.n_cols, self.code_dtype, self.n_weights = int(n_cols), np.dtype(code_dtype), int(n_weights)
+        self.block_rows = block_rows
+        self.path = tempfile.mkdtemp(prefix="tensorprob-spill-", dir=directory)
+        self.n_rows = 0
+        self._maps: list = []
+        self._files = [open(os.path.join(self.path, name), "wb") for name in ("codes", "weights")]
+
+    def append(self, rows: torch.Tensor, weights: torch.Tensor) -> None:
+        """Write rows (M, N) and their weights (M, K) at the end of the files."""
+        codes = np.ascontiguousarray(to_numpy(rows), dtype=self.code_dtype)
+        w = np.ascontiguousarray(to_numpy(weights), dtype=np.float64).reshape(codes.shape[0], self.n_weights)
+        self._files[0].write(codes.tobytes())
+        self._files[1].write(w.tobytes())
+        self.n_rows += codes.shape[0]
+
+    def _map(self, name: str, dtype: Any, shape: tuple, mode: str) -> torch.Tensor:
+        if shape[0] == 0:  # an empty file cannot be mapped
+            return torch.from_numpy(np.zeros(shape, dtype))
+        arr = np.memmap(os.path.join(self.path, name), dtype=dtype, mode=mode, shape=shape)
+        self._maps.append(arr)
+        return torch.from_numpy(arr)
+
+    def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Close the files; the rows (M, N) and weights (M, K) as tensors mapped from them."""
+        for f in self._files:
+            f.close()
+        rows = self._map("codes", self.code_dtype, (self.n_rows, self.n_cols), "r+")
+        W = self._map("weights", np.float64, (self.n_rows, self.n_weights), "r+")
+        return rows, W
+
+    def array(self, shape: tuple[int, ...], dtype: torch.dtype, fill: float) -> torch.Tensor:
+        """A new per-row array in a file of the spill, filled with ``fill``, as a mapped CPU tensor."""
+        np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
+        out = self._map(f"array{len(self._maps)}", np_dtype, tuple(shape), "w+")
+        out.fill_(fill)
+        return out
+
+    def close(self) -> None:
+        """Remove the files (the mapped tensors must not be used afterwards)."""
+        for f in self._files:
+            f.close()
+        for arr in self._maps:
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None:
+                try:
+                    mm.close()
+                except (BufferError, ValueError):  # still referenced (a tensor view): the OS frees it later
+                    pass
+        self._maps = []
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
 def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n_bins: int, missing_values: Any,
                    device: torch.device, distributed: bool = False
-                   ) -> tuple[PreparedData, torch.Tensor, torch.Tensor]:
-    """Two passes over ``chunks``: the encoding, then the distinct rows with their merged weights.
+                   ) -> tuple[PreparedData, torch.Tensor, torch.Tensor, Spill | None]:
+    """Two passes over ``chunks``: the encoding, then the distinct rows with their merged weights (or a spill).
 
     Returns
     -------
     prep : PreparedData
         Cardinalities, names, label and encoder (its ``codes`` are empty: the rows are merged).
-    rows : (M', N) tensor on ``device``
-        The distinct coded rows, sorted as :func:`~tensorprob.counting.unique_rows` sorts them.
-    W : (M', K) float64 tensor on ``device``
-        Their summed weights, each weight set rescaled as :func:`_check_weights` rescales it.
+    rows : (M', N) tensor
+        The distinct coded rows on ``device``, sorted as :func:`~tensorprob.counting.unique_rows`
+        sorts them; or, when the rows were spilled, the spilled rows as a CPU tensor mapped
+        from their file.
+    W : (M', K) float64 tensor
+        Their summed weights, each weight set rescaled as :func:`_check_weights` rescales it
+        (on ``device``, or mapped from the spill's file).
+    spill : Spill or None
+        The files of the spilled rows; the caller removes them (:meth:`Spill.close`).
     """
     limit = get_config()["max_categories"]
     enc = learn_encoding(chunks, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values,
@@ -58,66 +142,122 @@ def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n
         n_pending = 0
         npos = total = None
         K = None
+        spill: Spill | None = None
+        n_seen = 0
+
+        def cap_of(n_w: int) -> int:
+            if chunks.max_distinct_rows is not None:
+                return chunks.max_distinct_rows
+            return max(1, 8 * get_config()["memory_budget"] // (cards.size * itemsize + 8 * n_w))
 
         def merge(table, pending):
+            """The table merged with the pending rows, or None when it outgrows its limit (storage='auto')."""
             parts = ([table] if table is not None else []) + pending
             codes = torch.cat([p[0] for p in parts])
             weights = torch.cat([p[1] for p in parts])
             rows, merged, _ = unique_rows(codes, weights)
-            cap = chunks.max_distinct_rows
-            if cap is None:
-                cap = max(1, 8 * get_config()["memory_budget"] // (cards.size * itemsize + 8 * weights.shape[1]))
-            if rows.shape[0] > cap:
-                raise ValueError(
-                    f"out-of-core fit: the data has more than {cap} distinct rows (at least {rows.shape[0]} found "
-                    f"after {n_seen} rows) and the table of distinct rows, about "
-                    f"{rows.shape[0] * (cards.size * itemsize + 8 * weights.shape[1]) / 2**20:.0f} MiB so far, "
-                    "exceeds its limit: raise RowChunks(max_distinct_rows=...) or memory_budget if memory allows, "
-                    "coarsen the data (fewer bins, fewer columns), or split it over more processes with "
-                    "distributed=True")
-            return rows, merged
+            cap = cap_of(weights.shape[1])
+            if rows.shape[0] <= cap:
+                return rows, merged
+            if chunks.storage == "auto":
+                return None
+            raise ValueError(
+                f"out-of-core fit: the data has more than {cap} distinct rows (at least {rows.shape[0]} found "
+                f"after {n_seen} rows) and the table of distinct rows, about "
+                f"{rows.shape[0] * (cards.size * itemsize + 8 * weights.shape[1]) / 2**20:.0f} MiB so far, "
+                "exceeds its limit: raise RowChunks(max_distinct_rows=...) or memory_budget if memory allows, "
+                "use RowChunks(storage='spill') (or 'auto') to stream the rows from temporary files at every "
+                "EM iteration, coarsen the data (fewer bins, fewer columns), or split it over more processes "
+                "with distributed=True")
 
-        n_seen = 0
-        for i, (X, y, w) in enumerate(chunks):
-            coded = enc.code(i, X, y, w, dt)
-            if coded is None:
-                continue
-            codes, yc, W = coded
-            m = int(codes.shape[0])
-            if not no_y:
-                codes = np.concatenate([codes, yc[:, None]], axis=1)
-            if no_w:
-                W = np.ones((m, 1))
-            else:
-                if K is None:
-                    K = W.shape[1]
-                    npos, total = np.zeros(K), np.zeros(K)
-                npos += (W > 0).sum(0)
-                total += W.sum(0)
-            rows, merged, _ = unique_rows(torch.as_tensor(np.ascontiguousarray(codes)),
-                                          torch.as_tensor(W, dtype=torch.float64))
-            n_seen += m
-            pending.append((rows, merged))
-            n_pending += rows.shape[0]
-            if n_pending >= max(1 << 16, 0 if table is None else table[0].shape[0]):
-                table, pending, n_pending = merge(table, pending), [], 0
-        if pending:
-            table = merge(table, pending)
+        try:
+            for i, (X, y, w) in enumerate(chunks):
+                coded = enc.code(i, X, y, w, dt)
+                if coded is None:
+                    continue
+                codes, yc, W = coded
+                m = int(codes.shape[0])
+                if not no_y:
+                    codes = np.concatenate([codes, yc[:, None]], axis=1)
+                if no_w:
+                    W = np.ones((m, 1))
+                else:
+                    if K is None:
+                        K = W.shape[1]
+                        npos, total = np.zeros(K), np.zeros(K)
+                    npos += (W > 0).sum(0)
+                    total += W.sum(0)
+                rows, merged, _ = unique_rows(torch.as_tensor(np.ascontiguousarray(codes)),
+                                              torch.as_tensor(W, dtype=torch.float64))
+                n_seen += m
+                if spill is None and chunks.storage == "spill":
+                    spill = Spill(cards.size, dt, merged.shape[1], chunks.spill_dir, chunks.block_rows)
+                if spill is not None:
+                    spill.append(rows, merged)
+                    continue
+                pending.append((rows, merged))
+                n_pending += rows.shape[0]
+                if n_pending >= max(1 << 16, 0 if table is None else table[0].shape[0]):
+                    new = merge(table, pending)
+                    if new is None:  # too many distinct rows: from now on the rows go to files
+                        spill = Spill(cards.size, dt, merged.shape[1], chunks.spill_dir, chunks.block_rows)
+                        for part in ([table] if table is not None else []) + pending:
+                            spill.append(*part)
+                    table, pending, n_pending = new, [], 0
+            if pending:
+                new = merge(table, pending)
+                if new is None:
+                    spill = Spill(cards.size, dt, pending[0][1].shape[1], chunks.spill_dir, chunks.block_rows)
+                    for part in ([table] if table is not None else []) + pending:
+                        spill.append(*part)
+                table = new
+            if spill is not None:
+                table = spill.finish()
+        except BaseException:
+            if spill is not None:
+                spill.close()
+            raise
         if table is None:
             table = (torch.zeros((0, cards.size), dtype=torch.from_numpy(np.zeros(0, dt)).dtype),
                      torch.zeros((0, 1 if no_w else (K or 1)), dtype=torch.float64))
-        return table, npos, total
+        return table, npos, total, spill
 
     if distributed:
-        (rows, W), npos, total = _distributed.agree(second_pass)
+        made: list = []  # this rank's spill, removed here if another rank's pass 2 failed
+
+        def step() -> tuple:
+            out = second_pass()
+            made.append(out[3])
+            return out
+
+        try:
+            (rows, W), npos, total, spill = _distributed.agree(step)
+        except BaseException:
+            for sp in made:
+                if sp is not None:
+                    sp.close()
+            raise
     else:
-        (rows, W), npos, total = second_pass()
-    if not no_w:
-        K = W.shape[1]
-        if npos is None:  # a rank that read no chunk: nothing to add to the totals of all ranks
-            npos, total = np.zeros(K), np.zeros(K)
-        W = W * torch.as_tensor(_weight_scale(npos, total, distributed))[None, :]
+        (rows, W), npos, total, spill = second_pass()
+    try:
+        if not no_w:
+            K = W.shape[1]
+            if npos is None:  # a rank that read no chunk: nothing to add to the totals of all ranks
+                npos, total = np.zeros(K), np.zeros(K)
+            scale = torch.as_tensor(_weight_scale(npos, total, distributed))[None, :]
+            if spill is None:
+                W = W * scale
+            else:  # in place, in the file, a block at a time
+                for s0 in range(0, W.shape[0], spill.block_rows or (1 << 16)):
+                    W[s0:s0 + (spill.block_rows or (1 << 16))] *= scale
+    except BaseException:
+        if spill is not None:
+            spill.close()
+        raise
     chunks.n_rows_ = int(n_rows)
     chunks.n_distinct_ = int(rows.shape[0])
+    chunks.spilled_ = spill is not None
     prep = PreparedData(np.zeros((0, cards.size), dt), cards, names, target, classes, encoder)
-    return prep, rows.to(device), W.to(device)
+    if spill is not None:  # the rows stay in their files, read a block at a time onto the device
+        return prep, rows, W, spill
+    return prep, rows.to(device), W.to(device), None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+_STORAGES = ("auto", "table", "spill")
 
 
 class RowChunks:
@@ -16,7 +17,9 @@ class RowChunks:
     and read it twice: once to learn the encoding (categories, cardinalities, equal-width bin
     edges, classes) and once to code every chunk and merge its rows into a table of distinct
     rows with summed weights. The EM then runs on that table, exactly as on the data held in
-    memory; only one chunk and the table of distinct rows are in memory at a time.
+    memory; only one chunk and the table of distinct rows are in memory at a time. When the
+    distinct rows are too many for a table (see ``storage``), the rows are written to
+    temporary files instead and every EM iteration reads them back a block at a time.
 
     The count-based selectors (:class:`tensorprob.JMI`, :class:`tensorprob.CMIM`, ...) take it
     as ``fit(chunks)`` too: the same first pass, then the codes are spilled to temporary
@@ -33,16 +36,37 @@ class RowChunks:
         its row weights (1-D, or 2-D for several weight sets). Every chunk must give labels,
         or none; weights likewise.
     max_distinct_rows : int, optional
-        Largest number of distinct rows the merged table may hold; a larger one raises a
-        ``ValueError`` naming the count. Default: as many as fit in 8 x ``memory_budget``
-        bytes (see :func:`tensorprob.get_config`) as compact codes and float64 weights.
+        Largest number of distinct rows the merged table may hold (see ``storage``). Default:
+        as many as fit in 8 x ``memory_budget`` bytes (see :func:`tensorprob.get_config`) as
+        compact codes and float64 weights.
+    storage : {"auto", "table", "spill"}, default="auto"
+        Where the coded rows are kept for the EM. ``"table"``: the table of distinct rows in
+        memory; more than ``max_distinct_rows`` distinct rows raise a ``ValueError``.
+        ``"spill"``: every chunk's rows (duplicates within a chunk merged) are written to
+        temporary files and every EM iteration reads them back one block of
+        ``block_rows`` rows at a time, so memory holds one block and the model, whatever
+        the number of rows; the files are removed when the fit ends, also on error.
+        ``"auto"``: the table, switching to the spill (the table so far is written out
+        first) when it outgrows ``max_distinct_rows``. The results are those of the fit in
+        memory either way (to rounding: the sums are taken in another order), except the
+        k-means++ seeds of spilled rows, which are drawn by passes over the files: the same
+        random rule, another random draw.
+    block_rows : int, optional
+        Rows per block of an EM pass over spilled rows. Default: as many as the memory budget
+        allows for the batch being fitted.
+    spill_dir : str or path, optional
+        Directory of the temporary files (default :func:`tempfile.gettempdir`); each fit makes
+        its own subdirectory there and removes it.
 
     Attributes
     ----------
     n_rows_ : int
         Rows read by the last fit (over all ranks with ``distributed=True``); 0 before.
     n_distinct_ : int
-        Distinct rows of the last fit's table (this rank's with ``distributed=True``).
+        Distinct rows of the last fit's table, or rows written to its spill (this rank's with
+        ``distributed=True``).
+    spilled_ : bool
+        Whether the last fit spilled its rows (this rank's with ``distributed=True``).
 
     See Also
     --------
@@ -62,7 +86,8 @@ class RowChunks:
     """
 
     def __init__(self, source: Callable[[], Iterable[Any]] | Sequence[Any], *,
-                 max_distinct_rows: int | None = None) -> None:
+                 max_distinct_rows: int | None = None, storage: str = "auto", block_rows: int | None = None,
+                 spill_dir: str | os.PathLike | None = None) -> None:
         if isinstance(source, Iterator):
             raise TypeError("RowChunks needs a source that can be read several times: a callable returning a "
                             "fresh iterator (e.g. a generator function) or a sequence of chunks, not an iterator")
@@ -71,10 +96,18 @@ class RowChunks:
                             f"{type(source).__name__}")
         if max_distinct_rows is not None and (isinstance(max_distinct_rows, bool) or int(max_distinct_rows) < 1):
             raise ValueError(f"max_distinct_rows must be an integer >= 1, got {max_distinct_rows!r}")
+        if storage not in _STORAGES:
+            raise ValueError(f"storage must be one of {_STORAGES}, got {storage!r}")
+        if block_rows is not None and (isinstance(block_rows, bool) or int(block_rows) < 1):
+            raise ValueError(f"block_rows must be an integer >= 1, got {block_rows!r}")
         self.source = source
         self.max_distinct_rows = max_distinct_rows
+        self.storage = storage
+        self.block_rows = None if block_rows is None else int(block_rows)
+        self.spill_dir = spill_dir
         self.n_rows_ = 0
         self.n_distinct_ = 0
+        self.spilled_ = False
 
     def __iter__(self) -> Iterator[tuple[Any, Any, Any]]:
         """A fresh pass: ``(X, y, sample_weight)`` per chunk (``y``, ``sample_weight`` None when absent)."""
@@ -93,7 +126,9 @@ class RowChunks:
 
     @classmethod
     def from_parquet(cls, paths: str | os.PathLike | Sequence[str | os.PathLike], *, target: str | None = None,
-                     columns: Sequence[str] | None = None, max_distinct_rows: int | None = None) -> RowChunks:
+                     columns: Sequence[str] | None = None, max_distinct_rows: int | None = None,
+                     storage: str = "auto", block_rows: int | None = None,
+                     spill_dir: str | os.PathLike | None = None) -> RowChunks:
         """Chunks read from Parquet files, one row group at a time (needs ``pyarrow``: extra ``parquet``).
 
         Parameters
@@ -105,7 +140,7 @@ class RowChunks:
             Column holding the labels: each chunk becomes ``(X, y)`` with that column as ``y``.
         columns : sequence of str, optional
             The feature columns to read (default all, ``target`` excepted).
-        max_distinct_rows : int, optional
+        max_distinct_rows, storage, block_rows, spill_dir
             As in :class:`RowChunks`.
 
         Returns
@@ -144,7 +179,8 @@ class RowChunks:
                     else:
                         yield df[feats], df[target].to_numpy()
 
-        out = cls(chunks, max_distinct_rows=max_distinct_rows)
+        out = cls(chunks, max_distinct_rows=max_distinct_rows, storage=storage, block_rows=block_rows,
+                  spill_dir=spill_dir)
         out.files = files
         return out
 
