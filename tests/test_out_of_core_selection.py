@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import tensorprob as tp
-from tensorprob.counting import _spill
+from tensorprob.counting import _selection, _spill, _tables
 from tensorprob.datasets import RowChunks, shard_files
 
 CLASSIC = [tp.MIM, tp.MIFS, tp.MRMR, tp.CIFE, tp.JMI, tp.CMIM, tp.JMIM, tp.DISR, tp.ICAP, tp.MRI, tp.RMRMR]
@@ -63,6 +63,33 @@ def _same(ref, got, dtype):
 def _blocks_of(monkeypatch, rows: int) -> None:
     """Make streamed fits count blocks of ``rows`` rows (the default sizes them from ``memory_budget``)."""
     monkeypatch.setattr(_spill, "default_block_rows", lambda n_features: rows)
+
+
+def test_rowchunks_block_rows_and_spill_dir_apply_to_selection(monkeypatch, tmp_path, dtype):
+    # the options the CPD fits read from RowChunks size the selection's blocks and place its files
+    X, y = _planted()
+    ref = tp.JMI(k=4).fit(X, y)
+    rows_counted, spilled = [], []
+    count = _tables.joint_table
+
+    def spy(codes, *args, **kwargs):
+        rows_counted.append(codes.shape[0])
+        return count(codes, *args, **kwargs)
+
+    init = _spill.SpilledRows.__init__
+
+    def record(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        spilled.append(self.path)
+
+    monkeypatch.setattr(_selection, "joint_table", spy)
+    monkeypatch.setattr(_spill.SpilledRows, "__init__", record)
+    chunks = RowChunks([(X[s], y[s]) for s in _pieces(len(X), [700, 800])], block_rows=333, spill_dir=tmp_path)
+    got = tp.JMI(k=4).fit(chunks)
+    _same(ref, got, dtype)
+    assert max(rows_counted) == 333
+    assert len(spilled) == 1 and os.path.dirname(spilled[0]) == str(tmp_path)
+    assert not os.path.exists(spilled[0])
 
 
 # --- every selector, codes from tp.datasets.make_planted --------------------------------------------
@@ -194,7 +221,6 @@ def test_parquet_file_and_directory(tmp_path, dtype):
 
 
 def test_memory_is_bounded_by_a_chunk_and_a_block(tmp_path, monkeypatch, dtype):
-    from tensorprob.counting import _selection, _tables
     from tensorprob.selection import _classic
 
     X, y = _planted(n=3000, n_features=8, seed=8)

@@ -21,6 +21,53 @@ import torch
 from .._config import get_config
 
 
+class TempFiles:
+    """A fresh temporary directory whose files are mapped as arrays; :meth:`close` removes it all.
+
+    The one place where spilled rows (the streamed CPD fits and the streamed selections) get
+    their files: the directory is made by :func:`tempfile.mkdtemp` under ``directory``
+    (default: ``$TMPDIR``, ``$TEMP``, ``$TMP``, then the system default).
+
+    Parameters
+    ----------
+    prefix : str
+        Start of the directory's name.
+    directory : str or path, optional
+        Where the directory is made.
+    """
+
+    def __init__(self, prefix: str, directory: str | os.PathLike | None = None) -> None:
+        self.path = tempfile.mkdtemp(prefix=prefix, dir=directory)
+        self._maps: list[np.memmap] = []
+
+    def file(self, name: str) -> str:
+        """Path of the file ``name`` in the directory."""
+        return os.path.join(self.path, name)
+
+    def memmap(self, name: str, dtype: np.dtype, shape: tuple[int, ...], mode: str = "w+") -> np.ndarray:
+        """The file ``name`` mapped as an array (``w+`` creates it, ``r+`` maps what was written).
+
+        An array without elements is an ordinary empty array (an empty file cannot be mapped).
+        """
+        if int(np.prod(shape)) == 0:
+            return np.zeros(shape, dtype)
+        arr = np.memmap(self.file(name), dtype=dtype, mode=mode, shape=shape)
+        self._maps.append(arr)
+        return arr
+
+    def close(self) -> None:
+        """Unmap the arrays and remove the directory (idempotent)."""
+        for arr in self._maps:
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None:
+                try:
+                    mm.close()
+                except (BufferError, ValueError):  # still referenced (a tensor view): the OS frees it later
+                    pass
+        self._maps = []
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
 def default_block_rows(n_features: int) -> int:
     """Rows of one block of a streamed selection: the codes of a block in an eighth of ``memory_budget``.
 
@@ -64,14 +111,13 @@ class SpilledRows:
         self.capacity, self.n_features, self.weighted = int(n_rows), int(n_features), bool(weighted)
         self.block_rows = max(1, int(block_rows))
         self.n_rows, self.weight_total, self.complete = 0, 0.0, True
-        self.path = tempfile.mkdtemp(prefix="tensorprob-select-", dir=directory)
+        self._files = TempFiles("tensorprob-select-", directory)
+        self.path = self._files.path
         try:
             size = max(1, self.capacity)  # numpy cannot map an empty file
-            self._codes = np.memmap(os.path.join(self.path, "codes.bin"), dtype=codes_dtype, mode="w+",
-                                    shape=(self.n_features, size))
-            self._y = np.memmap(os.path.join(self.path, "y.bin"), dtype=y_dtype, mode="w+", shape=(size,))
-            self._w = (np.memmap(os.path.join(self.path, "w.bin"), dtype=np.float64, mode="w+", shape=(size,))
-                       if self.weighted else None)
+            self._codes = self._files.memmap("codes.bin", codes_dtype, (self.n_features, size))
+            self._y = self._files.memmap("y.bin", y_dtype, (size,))
+            self._w = self._files.memmap("w.bin", np.float64, (size,)) if self.weighted else None
         except BaseException:
             self.close()
             raise
@@ -110,7 +156,7 @@ class SpilledRows:
     def close(self) -> None:
         """Drop the files and their directory (idempotent)."""
         self._codes = self._y = self._w = None
-        shutil.rmtree(self.path, ignore_errors=True)
+        self._files.close()
 
     def __enter__(self) -> SpilledRows:
         return self

@@ -20,9 +20,6 @@ removes the files (:meth:`Spill.close`) when the fit ends, also on error.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -32,6 +29,7 @@ from .. import _distributed
 from .._config import get_config
 from .._device import to_numpy
 from ..counting import unique_rows
+from ..counting._spill import TempFiles
 from ..datasets._chunks import RowChunks
 from ..encoding._encode import _compact_dtype
 from ._chunked import as_chunks, learn_encoding
@@ -54,10 +52,11 @@ class Spill:
                  block_rows: int | None = None) -> None:
         self.n_cols, self.code_dtype, self.n_weights = int(n_cols), np.dtype(code_dtype), int(n_weights)
         self.block_rows = block_rows
-        self.path = tempfile.mkdtemp(prefix="tensorprob-spill-", dir=directory)
+        self._tmp = TempFiles("tensorprob-spill-", directory)
+        self.path = self._tmp.path
         self.n_rows = 0
-        self._maps: list = []
-        self._files = [open(os.path.join(self.path, name), "wb") for name in ("codes", "weights")]
+        self._n_arrays = 0
+        self._files = [open(self._tmp.file(name), "wb") for name in ("codes", "weights")]
 
     def append(self, rows: torch.Tensor, weights: torch.Tensor) -> None:
         """Write rows (M, N) and their weights (M, K) at the end of the files."""
@@ -68,11 +67,7 @@ class Spill:
         self.n_rows += codes.shape[0]
 
     def _map(self, name: str, dtype: Any, shape: tuple, mode: str) -> torch.Tensor:
-        if shape[0] == 0:  # an empty file cannot be mapped
-            return torch.from_numpy(np.zeros(shape, dtype))
-        arr = np.memmap(os.path.join(self.path, name), dtype=dtype, mode=mode, shape=shape)
-        self._maps.append(arr)
-        return torch.from_numpy(arr)
+        return torch.from_numpy(self._tmp.memmap(name, dtype, shape, mode))
 
     def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Close the files; the rows (M, N) and weights (M, K) as tensors mapped from them."""
@@ -85,7 +80,8 @@ class Spill:
     def array(self, shape: tuple[int, ...], dtype: torch.dtype, fill: float) -> torch.Tensor:
         """A new per-row array in a file of the spill, filled with ``fill``, as a mapped CPU tensor."""
         np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
-        out = self._map(f"array{len(self._maps)}", np_dtype, tuple(shape), "w+")
+        self._n_arrays += 1
+        out = self._map(f"array{self._n_arrays}", np_dtype, tuple(shape), "w+")
         out.fill_(fill)
         return out
 
@@ -93,15 +89,7 @@ class Spill:
         """Remove the files (the mapped tensors must not be used afterwards)."""
         for f in self._files:
             f.close()
-        for arr in self._maps:
-            mm = getattr(arr, "_mmap", None)
-            if mm is not None:
-                try:
-                    mm.close()
-                except (BufferError, ValueError):  # still referenced (a tensor view): the OS frees it later
-                    pass
-        self._maps = []
-        shutil.rmtree(self.path, ignore_errors=True)
+        self._tmp.close()
 
 
 def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n_bins: int, missing_values: Any,

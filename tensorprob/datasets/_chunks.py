@@ -52,11 +52,12 @@ class RowChunks:
         k-means++ seeds of spilled rows, which are drawn by passes over the files: the same
         random rule, another random draw.
     block_rows : int, optional
-        Rows per block of an EM pass over spilled rows. Default: as many as the memory budget
-        allows for the batch being fitted.
+        Rows per block of an EM pass over spilled rows, and of every count of a streamed
+        selection (selectors always spill their coded rows). Default: as many as the memory
+        budget allows for the batch being fitted, or for the codes of a block of a selection.
     spill_dir : str or path, optional
-        Directory of the temporary files (default :func:`tempfile.gettempdir`); each fit makes
-        its own subdirectory there and removes it.
+        Directory of the temporary files of the CPD fits and the selectors (default
+        :func:`tempfile.gettempdir`); each fit makes its own subdirectory there and removes it.
 
     Attributes
     ----------

@@ -510,8 +510,9 @@ class GreedySelector(CodedSelector):
         fits use) learns the encoding and the classes. Pass 2 codes each chunk and spills its
         codes (feature-major), class codes and weights to temporary files
         (:class:`~tensorprob.counting._spill.SpilledRows`, removed when the fit ends, also on
-        error). The greedy run then counts over blocks of
-        :func:`~tensorprob.counting._spill.default_block_rows` rows, so that memory holds one
+        error; under ``RowChunks.spill_dir`` when set). The greedy run then counts over blocks of
+        ``RowChunks.block_rows`` rows (default
+        :func:`~tensorprob.counting._spill.default_block_rows`), so that memory holds one
         chunk (pass 2) or one block (the counts), never all the rows. The codes, classes and
         counts are those of the fit on the concatenated rows.
         """
@@ -539,8 +540,9 @@ class GreedySelector(CodedSelector):
         device, dtype = self._device_dtype()
         cards, n_classes = enc.cards, int(enc.classes.size)
         codes_dtype, y_dtype = _compact_dtype(cards), _compact_dtype(np.array([n_classes]))
-        with SpilledRows(enc.n_rows_local, enc.n_features, codes_dtype, y_dtype, enc.weighted,
-                         default_block_rows(enc.n_features)) as rows:
+        block_rows = getattr(chunks, "block_rows", None) or default_block_rows(enc.n_features)
+        with SpilledRows(enc.n_rows_local, enc.n_features, codes_dtype, y_dtype, enc.weighted, block_rows,
+                         directory=getattr(chunks, "spill_dir", None)) as rows:
             def spill() -> None:
                 for i, (Xc, yc, wc) in enumerate(chunks):
                     coded = enc.code(i, Xc, yc, wc, codes_dtype)
