@@ -41,7 +41,7 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-SETS = {"planted-1Mx100": ((1_000_000, 100, 5, 2), 10), "planted-mnist70k": ("planted-mnist70k", 10)}
+SETS = {"planted-1Mx100": ((1_000_000, 100, 5, 2), 6), "planted-mnist70k": ("planted-mnist70k", 6)}
 SMALL = {"planted-20kx20": ((20_000, 19, 5, 2), 5), "planted-5kx50": ((5_000, 49, 5, 3), 5)}
 
 
