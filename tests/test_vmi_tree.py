@@ -84,6 +84,7 @@ def test_single_feature_mi_against_quadrature_and_table2(script):
     assert sorted(np.argsort(mi)[::-1][:3].tolist()) == [0, 3, 4]
 
 
+@pytest.mark.slow  # 400,000 draws per subset: full suite only
 @pytest.mark.parametrize("subset", [[0, 1], [0, 1, 2], [0, 3, 4], [1, 5, 6], list(range(9))])
 def test_set_mi_against_monte_carlo(script, subset):
     """I(x_S; y) = H(y) + E[ln p(y | x_S)] with the exact joint Gaussian densities, averaged over draws."""
@@ -104,6 +105,7 @@ def test_layer1_carries_all_information(script):
     assert script.tree_mi([0, 3, 4]) < script.tree_mi([0, 1]) < script.tree_mi([0, 1, 2])
 
 
+@pytest.mark.slow  # selections on 100,000 samples: full suite only
 @pytest.mark.parametrize("q", ["naive", "pairwise"])
 def test_vmi_picks_the_first_layer(script, q):
     X, y = script.tree_sample(100_000, np.random.default_rng(0))
