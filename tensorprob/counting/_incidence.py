@@ -156,10 +156,13 @@ class Incidence:
         self.itype = torch.int32 if max(M, self.n_cols) * max(N, 1) < 2**31 else torch.int64
         isz = torch.tensor([], dtype=self.itype).element_size()
         vsz = torch.tensor([], dtype=dtype).element_size() + torch.tensor([], dtype=self.dtype_t).element_size()
-        self._entry_bytes = 2 * isz + vsz  # one stored entry of S and of S^T
+        # one stored entry of S and of S^T: their column indices. The values are all ones, a
+        # prefix of one vector per dtype shared by every chunk (``_ones``), counted once below
+        self._entry_bytes = 2 * isz
+        self._ones: dict = {}
         budget = get_config()["memory_budget"]
         # building a chunk makes a few (rows x N) int64 temporaries on top of what it stores
-        build = N * (self._entry_bytes + 3 * 8)
+        build = N * (self._entry_bytes + vsz + 3 * 8)
         step = M if bytes_per_row is None else chunk_rows(int(bytes_per_row) + build, M)
         if max_rows is not None:
             step = max(1, min(step, int(max_rows)))
@@ -167,7 +170,7 @@ class Incidence:
         if cache is False:  # each chunk is its own CSR matrix: its indices address one chunk only
             self.itype = torch.int32 if max(step, self.n_cols) * max(N, 1) < 2**31 else torch.int64
         self._cached = None
-        if cache is not False and (bytes_per_row is None or M * N * self._entry_bytes <= budget):
+        if cache is not False and (bytes_per_row is None or M * N * self._entry_bytes + step * N * vsz <= budget):
             self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
         self._flat_t: dict = {}
 
@@ -239,16 +242,24 @@ class Incidence:
             yield (s, e, *self._build(s, e, transpose))
 
     def _build(self, start: int, stop: int, transpose: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-        return _csr_pair(self.flat(start, stop), self.n_cols, self.dtype, self.dtype_t, self.itype, transpose)
+        return _csr_pair(self.flat(start, stop), self.n_cols, self.dtype, self.dtype_t, self.itype, transpose,
+                         codes=self.codes[start:stop], ones=self._ones)
 
 
 def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: torch.dtype,
-              itype: torch.dtype = torch.int64, transpose: bool = True
-              ) -> tuple[torch.Tensor, torch.Tensor | None]:
+              itype: torch.dtype = torch.int64, transpose: bool = True, codes: torch.Tensor | None = None,
+              ones: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """CSR forms of S (rows x D) and S^T for a block of flat indices (-1 = missing).
 
     Within a row the flat indices increase with the variable, so the row-major order of the
     observed entries is already a valid CSR column order; S^T is a stable sort by column.
+    On the CPU, with the block's ``codes`` (rows x N, -1 = missing) given, that sort is one
+    stable radix sort of each variable's codes (8- or 16-bit keys): the columns of a variable
+    are contiguous and ordered like its codes, so the sorted row numbers of variable after
+    variable, missing rows dropped, are S^T's column indices. About six times faster than
+    one sort of all the flat indices, which matters where chunks are built again at every
+    pass (data above the cache budget, spilled rows). ``ones`` (a dict kept by the caller)
+    makes the values of every matrix built with it prefixes of one shared vector of ones.
     """
     device = block.device
     n, N = block.shape
@@ -262,22 +273,59 @@ def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: tor
         crow = torch.zeros(n + 1, dtype=itype, device=device)
         crow[1:] = torch.cumsum(obs.sum(1), 0)
     del obs
-    val = torch.ones(1, dtype=dtype, device=device).expand(col.numel()).contiguous()
+    val = _ones_values(ones, col.numel(), dtype, device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
         s = torch.sparse_csr_tensor(crow, col.to(itype), val, (n, n_cols), check_invariants=False)
         if not transpose:
             return s, None
-        if device.type == "cpu" and n_cols <= 1 << 16:
+        row_id = None
+        if device.type == "cpu" and codes is not None and codes.device.type == "cpu" and n * N > 0 \
+                and int(codes.max()) < (1 << 16) - 1:
+            row_id = _rows_by_variable(codes, obs_count=None if complete else (block >= 0).sum(0))
+        elif device.type == "cpu" and n_cols <= 1 << 16:
             # NumPy sorts 16-bit keys stably by radix, in linear time: about 20 times torch.sort
             # here, which matters where the chunks are built again at every pass (spilled rows)
             order = torch.from_numpy(np.argsort(col.numpy().astype(np.uint16), kind="stable"))
         else:
             order = torch.sort(col, stable=True).indices
-        row_id = torch.div(order, N, rounding_mode="floor") if complete else \
-            torch.repeat_interleave(torch.arange(n, device=device), crow.diff().to(torch.int64))[order]
+        if row_id is None:
+            row_id = torch.div(order, N, rounding_mode="floor") if complete else \
+                torch.repeat_interleave(torch.arange(n, device=device), crow.diff().to(torch.int64))[order]
         crow_t = torch.zeros(n_cols + 1, dtype=itype, device=device)
         crow_t[1:] = torch.cumsum(torch.bincount(col, minlength=n_cols), 0)
-        val_t = val if dtype_t == dtype else torch.ones(1, dtype=dtype_t, device=device).expand(col.numel()).contiguous()
+        val_t = val if dtype_t == dtype else _ones_values(ones, col.numel(), dtype_t, device)
         st = torch.sparse_csr_tensor(crow_t, row_id.to(itype), val_t, (n_cols, n), check_invariants=False)
     return s, st
+
+
+def _ones_values(store: dict | None, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``n`` ones: a contiguous prefix of one vector per (dtype, device) kept in ``store`` (new when None).
+
+    Incidence matrices only read their values, so every chunk's S and S^T can share them.
+    """
+    if store is None:
+        return torch.ones(n, dtype=dtype, device=device)
+    key = (dtype, device)
+    v = store.get(key)
+    if v is None or v.numel() < n:
+        v = store[key] = torch.ones(n, dtype=dtype, device=device)
+    return v[:n]
+
+
+def _rows_by_variable(codes: torch.Tensor, obs_count: torch.Tensor | None) -> torch.Tensor:
+    """Row numbers sorted by code within each variable, variable after variable (missing rows left out).
+
+    ``codes`` is (rows x N) with -1 for missing and codes below 65535; ``obs_count`` the
+    observed rows of each variable (None: none missing). NumPy sorts 8- and 16-bit keys
+    stably by radix; a missing entry becomes the largest key, so it sorts last in its variable
+    and is cut off there.
+    """
+    keys = codes.T.numpy()
+    key_dtype = np.uint8 if int(codes.max()) < 255 else np.uint16
+    keys = np.ascontiguousarray(keys.astype(key_dtype))  # -1 wraps to the largest key
+    order = torch.from_numpy(np.argsort(keys, axis=1, kind="stable"))
+    if obs_count is None:
+        return order.reshape(-1)
+    keep = torch.arange(order.shape[1])[None, :] < obs_count.to(torch.int64)[:, None]
+    return order[keep]
