@@ -462,21 +462,31 @@ class GreedySelector(CodedSelector):
         data = self._selection_data(codes, cards, y, n_classes, device, dtype)
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
 
+    #: The criterion keeps per-sample state (PDA, VMI): a weighted selection then holds only the
+    #: rows of positive weight (see :func:`tensorprob.counting._batched.compact_rows`), so that
+    #: its work per step is that of its rows and its sample means never read a row left out.
+    _compact_rows: ClassVar[bool] = False
+
     def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
         """B weighted selections (lists of B picks and of B score lists), the batch counted together."""
-        from ..counting._batched import BatchedSelectionData
+        from ..counting._batched import BatchedSelectionData, compact_rows
         from ._greedy import greedy_forward, greedy_forward_batched
 
         k = codes.shape[1] if k is None else k
         Wt = torch.as_tensor(W, dtype=torch.float64, device=device)
         if W.shape[1] == 1:  # one weighted selection: the single-run path with weighted counts
-            data = self._selection_data(codes, cards, y, n_classes, device, dtype)
-            data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
+            if self._compact_rows:
+                data = compact_rows(torch.as_tensor(codes, device=device), torch.as_tensor(y, device=device),
+                                    Wt[:, 0], int(max(1, cards.max())), n_classes, dtype=dtype,
+                                    log_base=self._log_base, distributed=self._dist_on)
+            else:
+                data = self._selection_data(codes, cards, y, n_classes, device, dtype)
+                data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
             sel, val = greedy_forward(self._criterion(), data, k)
             return [sel], [val]
         batch = BatchedSelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
                                      torch.as_tensor(y, device=device), n_classes, Wt, dtype=dtype,
-                                     log_base=self._log_base, distributed=self._dist_on)
+                                     log_base=self._log_base, distributed=self._dist_on, compact=self._compact_rows)
         return greedy_forward_batched([self._criterion() for _ in range(W.shape[1])], batch, k)
 
 

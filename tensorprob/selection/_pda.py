@@ -13,6 +13,7 @@ from abc import abstractmethod
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -79,12 +80,15 @@ class SampleMeanCriterion(Criterion):
         n_acc = self.arith * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
         # distributed: sized on the largest rank, so that every rank takes the same branch (and raises alike)
         state = n_acc * data.budget_rows * data.n_features * torch.finfo(data.dtype).bits // 8
-        self.stored = state <= get_config()["memory_budget"]
+        # a member of a batch of B selections holds its state beside B - 1 others: 1/B of the budget
+        self.stored = state <= data.memory_budget
         if self.arith and self.k1 == 2 and not self.stored:
+            share = "" if data.memory_budget == get_config()["memory_budget"] else " (this selection's share of it)"
             raise ValueError(f"AMD^{{2,1}} keeps per-sample sums over the pairs of S ({state / 2**20:.1f} MiB for "
                              f"{data.budget_rows} samples x {data.n_features} features), above memory_budget="
-                             f"{get_config()['memory_budget'] / 2**20:.1f} MiB, and cannot recompute them within it; "
-                             "raise memory_budget with tensorprob.config_context or use k1 <= 1")
+                             f"{data.memory_budget / 2**20:.1f} MiB{share}, and cannot recompute them within it; "
+                             "raise memory_budget with tensorprob.config_context, use k1 <= 1, or pass fewer "
+                             "weight vectors at once")
         self.num = self.den = self.pairs = None  # per-sample (M, N) sums (AMD, stored) or (N,) log sums (GMD)
         self.tables: list[tuple[torch.Tensor, int]] = []  # AMD recomputed: (table, feature) per selected one
         self.n_pairs = 0
@@ -98,15 +102,15 @@ class SampleMeanCriterion(Criterion):
         return gather_conditional(T, d.codes[:, a:b], first, second, marginalize_b=marginal, complete=True)
 
     def _block_means(self, block) -> torch.Tensor:
-        """(N,) of ``(1/M) sum_m log block(a, b)`` over candidate blocks (cache-sized temporaries).
+        """(N,) of the (weighted) sample mean of ``log block(a, b)`` over candidate blocks (cache-sized temporaries).
 
-        Distributed: the sums over this rank's samples, summed over the ranks, over all M.
+        Distributed: the sums over this rank's samples, summed over the ranks, over their total weight.
         """
         d = self.data
         out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
         for a, b in self._ranges():
-            out[a:b] = block(a, b).log_().sum(0) if d.distributed else block(a, b).log_().mean(0)
-        return d.reduce(out) / d.n_total if d.distributed else out
+            out[a:b] = d.row_mean(block(a, b).log_())
+        return d.reduce(out) / d.total_weight if d.distributed else out
 
     def _ranges(self):
         d = self.data
@@ -130,8 +134,7 @@ class SampleMeanCriterion(Criterion):
     def update(self, j: int) -> None:
         d = self.data
         if self.k2 == 1 or self.k1 >= 1:
-            T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes,
-                                     dtype=d.dtype, complete=True))
+            T = d.pair_table(j)  # weighted; a batch member's comes from the batch's shared count
             if self.arith and not self.stored:
                 self.tables.append((T, j))
             else:
@@ -142,7 +145,7 @@ class SampleMeanCriterion(Criterion):
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
                 T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j],
-                                         d.max_card, dtype=d.dtype, complete=True))
+                                         d.max_card, weights=d.weights, dtype=d.dtype, complete=True))
                 self._accumulate("pairs", T, j, r)
                 self.n_pairs += 1
         super().update(j)
@@ -158,13 +161,12 @@ class SampleMeanCriterion(Criterion):
         return acc
 
     def _log_mean(self, name: str, a: int, b: int, n: int) -> torch.Tensor:
-        """(1/M) sum_m log pbar over candidates a..b for an accumulator of n terms.
+        """The (weighted) sample mean of log pbar over candidates a..b for an accumulator of n terms.
 
-        Distributed AMD: the sum over this rank's samples (:meth:`scores` reduces it).
+        Distributed AMD: the weighted sum over this rank's samples (:meth:`scores` reduces it).
         """
         if self.arith:
-            logs = torch.div(self._amd_block(name, a, b), n).log_()
-            return logs.sum(0) if self.data.distributed else logs.mean(0)
+            return self.data.row_mean(torch.div(self._amd_block(name, a, b), n).log_())
         return getattr(self, name)[a:b] / n
 
     def scores(self) -> torch.Tensor:
@@ -191,7 +193,7 @@ class SampleMeanCriterion(Criterion):
             else:
                 out[a:b] = num - den
         if split:
-            out += d.reduce(part) / d.n_total
+            out += d.reduce(part) / d.total_weight
         return out / d.log_base
 
 
@@ -270,11 +272,15 @@ class _PerSampleSelector(GreedySelector):
     def _pda_args(self) -> tuple[str, str, int, int]:
         """(distribution, framework, k1, k2) of the criterion."""
 
-    def _criterion(self) -> Criterion:
-        self._crit = _pda_criterion(*self._pda_args(), self.restart_threshold)
-        return self._crit
+    _native_weights = True  # weighted tables and weighted sample means (any nonnegative weights)
+    _compact_rows = True  # a weighted selection holds its rows of positive weight only
 
-    def _select(self, codes, cards, y, n_classes, k, device, dtype):
+    def _criterion(self) -> Criterion:
+        crit = _pda_criterion(*self._pda_args(), self.restart_threshold)
+        self._crits.append(crit)
+        return crit
+
+    def _check_complete(self, codes: np.ndarray) -> None:
         def check() -> None:
             if (codes < 0).any():
                 raise ValueError(f"{type(self).__name__} needs complete data: X has missing values (NaN/None or "
@@ -286,11 +292,27 @@ class _PerSampleSelector(GreedySelector):
             _distributed.agree(check)
         else:
             check()
-        out = super()._select(codes, cards, y, n_classes, k, device, dtype)
-        if isinstance(self._crit, VariationalCriterion):
-            self.n_restarts_ = self._crit.n_restarts
-        del self._crit
+
+    def _run(self, select, codes, *args):
+        """``select(codes, *args)`` after the completeness check; records ``n_restarts_`` of the VI criteria."""
+        self._check_complete(codes)
+        if hasattr(self, "n_restarts_"):
+            del self.n_restarts_
+        self._crits: list[Criterion] = []
+        try:
+            out = select(codes, *args)
+            if self._crits and isinstance(self._crits[0], VariationalCriterion):
+                restarts = [c.n_restarts for c in self._crits]
+                self.n_restarts_ = np.asarray(restarts) if hasattr(self, "n_selections_") else restarts[0]
+        finally:
+            del self._crits
         return out
+
+    def _select(self, codes, cards, y, n_classes, k, device, dtype):
+        return self._run(super()._select, codes, cards, y, n_classes, k, device, dtype)
+
+    def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
+        return self._run(super()._select_weighted, codes, cards, y, n_classes, k, device, dtype, W)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
