@@ -80,7 +80,7 @@ class VariationalState:
         # the (C, N, M) accumulator of the order-1 q's is kept when it fits the memory budget;
         # otherwise each read sums the conditional tables of the chain again (see _acc)
         # (a member of a batch of B selections: within its 1/B share of the budget)
-        self.stored = C * N * M * torch.finfo(d.dtype).bits // 8 <= d.memory_budget
+        self.stored = C * N * d.budget_rows * torch.finfo(d.dtype).bits // 8 <= d.memory_budget
         self._lpc_t = self.log_p_class.view(N, I, C).permute(2, 0, 1).contiguous()  # (C, N, I)
         self.reset()
 

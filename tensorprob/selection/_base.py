@@ -484,10 +484,36 @@ class GreedySelector(CodedSelector):
                 data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
             sel, val = greedy_forward(self._criterion(), data, k)
             return [sel], [val]
-        batch = BatchedSelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
-                                     torch.as_tensor(y, device=device), n_classes, Wt, dtype=dtype,
-                                     log_base=self._log_base, distributed=self._dist_on, compact=self._compact_rows)
-        return greedy_forward_batched([self._criterion() for _ in range(W.shape[1])], batch, k)
+        criteria = [self._criterion() for _ in range(W.shape[1])]
+        codes_t, y_t = torch.as_tensor(codes, device=device), torch.as_tensor(y, device=device)
+        selected, scores = [None] * W.shape[1], [None] * W.shape[1]
+        for group in self._member_groups(criteria, W, codes.shape[1], n_classes, dtype):
+            batch = BatchedSelectionData(codes_t, int(max(1, cards.max())), y_t, n_classes, Wt[:, group], dtype=dtype,
+                                         log_base=self._log_base, distributed=self._dist_on,
+                                         compact=self._compact_rows)
+            sel, val = greedy_forward_batched([criteria[b] for b in group], batch, k)
+            for b, s, v in zip(group, sel, val):
+                selected[b], scores[b] = s, v
+        return selected, scores
+
+    def _member_groups(self, criteria, W: np.ndarray, n_features: int, n_classes: int,
+                       dtype: torch.dtype) -> list[list[int]]:
+        """The members split into groups of even size whose per-sample states fit ``memory_budget`` together.
+
+        One group (the whole batch) for the criteria without per-sample state. Distributed: sized
+        on the most rows of one rank, so that every rank forms the same groups.
+        """
+        from .._config import get_config
+
+        B = W.shape[1]
+        rows = (W > 0).sum(0) if self._compact_rows else np.full(B, W.shape[0])
+        if self._dist_on:
+            from .. import _distributed
+
+            rows = np.max(np.stack(_distributed.all_gather(rows)), 0)
+        state = max(c.state_bytes(int(r), n_features, n_classes, dtype) for c, r in zip(criteria, rows))
+        size = B if state == 0 else max(1, min(B, get_config()["memory_budget"] // state))
+        return [g.tolist() for g in np.array_split(np.arange(B), -(-B // size))]
 
 
 @fill_doc(**SELECTOR_FRAGMENTS)

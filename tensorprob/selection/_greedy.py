@@ -13,6 +13,9 @@ Criterion protocol (see :class:`Criterion`):
   returning False selects nothing this iteration (the VI restart rule uses it to drop its
   chain).
 - ``update(j)``: add feature j to the criterion's state.
+- ``state_bytes(n_rows, n_features, n_classes, dtype)``: the per-sample state the criterion keeps
+  for that many rows (0 by default); a batch of selections is split into groups whose states
+  fit ``memory_budget`` together.
 
 The driver masks selected features, breaks ties to the lowest index (a value within
 :func:`tie_tolerance` relative of the maximum counts as tied, as a sequential scan with a
@@ -55,6 +58,10 @@ class Criterion:
 
     def update(self, j: int) -> None:
         self.selected.append(j)
+
+    def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
+        """Bytes of per-sample state the criterion keeps on ``n_rows`` rows (none: 0)."""
+        return 0
 
 
 def tie_tolerance(dtype: torch.dtype) -> float:

@@ -69,6 +69,13 @@ class SampleMeanCriterion(Criterion):
     def __init__(self, mean: str, k1: int, k2: int) -> None:
         self.mean, self.k1, self.k2 = mean, k1, k2
 
+    def _n_accumulators(self) -> int:
+        """Per-sample (M, N) accumulators of AMD: one per order-1 term and one for the pairs."""
+        return (self.mean == "arithmetic") * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
+
+    def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
+        return self._n_accumulators() * n_rows * n_features * torch.finfo(dtype).bits // 8
+
     def start(self, data: SelectionData) -> None:
         super().start(data)
         self.arith = self.mean == "arithmetic"
@@ -77,9 +84,8 @@ class SampleMeanCriterion(Criterion):
         self.mean_log_p_y = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None)) if self.k2 == 0 else None
         self.mean_log_p = (self._block_means(lambda a, b: self._gather(T[a:b], a, b, None, marginal=True))
                            if self.k1 == 0 else None)
-        n_acc = self.arith * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
         # distributed: sized on the largest rank, so that every rank takes the same branch (and raises alike)
-        state = n_acc * data.budget_rows * data.n_features * torch.finfo(data.dtype).bits // 8
+        state = self.state_bytes(data.budget_rows, data.n_features, data.n_classes, data.dtype)
         # a member of a batch of B selections holds its state beside B - 1 others: 1/B of the budget
         self.stored = state <= data.memory_budget
         if self.arith and self.k1 == 2 and not self.stored:
@@ -216,6 +222,10 @@ class VariationalCriterion(Criterion):
         self.state = VariationalState(data, self.q)
         self.prev = 0.0
         self.n_restarts = 0
+
+    def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
+        order_one = self.q != "naive"  # the (C, N, M) accumulator of the order-1 q's
+        return order_one * n_classes * n_features * n_rows * torch.finfo(dtype).bits // 8
 
     def first_scores(self) -> torch.Tensor:
         return self.scores()
