@@ -293,11 +293,15 @@ def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card
     -------
     SelectionData
         The kept rows with their weights, or no weights where those are all 1 (the rows then
-        count once each, exactly as an unweighted run on them).
+        count once each, exactly as an unweighted run on them; distributed: all 1 on every rank).
     """
     rows = (w > 0).nonzero().squeeze(1)
     kept = w.index_select(0, rows).to(torch.float64)
     ones = bool((kept == 1).all())
+    if options.get("distributed"):  # unweighted on every rank or on none: the ranks' totals must agree
+        from .. import _distributed
+
+        ones = all(_distributed.all_gather(ones))
     sub = codes.index_select(0, rows) if rows.numel() < codes.shape[0] else codes
     return SelectionData(sub, max_card, y.index_select(0, rows), n_classes, weights=None if ones else kept,
                          **options)

@@ -15,6 +15,8 @@ current chain C of selected features and a candidate i:
 
     L(C + i) = (1/M) sum_j [ log q(x^j | y^j) - log sum_c p^(c) q(x^j | c) ]
 
+(with row weights, a weighted mean over the rows and weighted tables, the prior p^(c) included)
+
 with ``log q(x | c)`` accumulated per sample and class: naive ``sum_s log p^(x_s | c)``;
 GMD^1 (VMI-pairwise) ``log p^(x_c1|c) + sum_{t>=2} mean_{r<t} log p^(x_ct | x_cr, c)``;
 AMD^1 ``log p^(x_c1|c) + sum_{t>=2} log mean_{r<t} p^(x_ct | x_cr, c)``; FID^1 rooted at the

@@ -52,7 +52,8 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     method_name: ClassVar[str | None] = None
     method_aliases: ClassVar[tuple[str, ...]] = ()
     #: True where the method weights its statistics itself (the count-based criteria: weighted
-    #: counts, and a batch of weight vectors counted together); otherwise a weight vector is
+    #: counts; PDA and VMI: weighted counts and weighted sample means; a batch of weight vectors
+    #: runs as one greedy loop with its counts shared); otherwise a weight vector is
     #: applied by repeating each row as many times as its (integral) weight. Only a
     #: GreedySelector (which implements ``_select_weighted``) may set it.
     _native_weights: ClassVar[bool] = False
@@ -282,18 +283,20 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             At least two classes.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights; integers are frequency weights (a row of weight 2 counts as two
-            copies, a weight of 0 leaves the row out). Count-based selectors take any
-            nonnegative weights (weighted counts); the others apply them by repeating rows, so
-            they must be integers.
+            copies, a weight of 0 leaves the row out). Count-based selectors, PDA and VMI take
+            any nonnegative weights (weighted counts, and for PDA and VMI weighted sample means,
+            which divide by the total weight); the others apply them by repeating rows, so they
+            must be integers.
         resamples : array-like of shape (n_samples, B), optional
             A batch of B weight vectors (cross-validation fold masks, bootstrap counts,
             Poisson weights), the same kind of weights as ``sample_weight`` (multiplied by it
             when both are given): B selections, one per column, returned as ``selected_`` and
             ``scores_`` of shape (B, k) (``n_selections_ = B``). Column b gives what
-            ``fit(X, y, sample_weight=resamples[:, b])`` gives. The count-based criteria
-            advance the B selections together and count all their tables of a step in one
-            pass; the other methods run one selection per column (see
-            :func:`tensorprob.stability_selection`).
+            ``fit(X, y, sample_weight=resamples[:, b])`` gives. The count-based criteria,
+            PDA and VMI advance the B selections together in one greedy loop and count the
+            tables of a step together (PDA and VMI keep one per-sample state per selection,
+            over its rows of positive weight); the other methods run one selection per column
+            (see :func:`tensorprob.stability_selection`).
 
         Notes
         -----

@@ -42,9 +42,10 @@ restart_threshold : float, default=0.01
     VI framework: the chain restarts when the bound grows by less than this (in the units
     of ``base``).""",
     "n_restarts": """\
-n_restarts_ : int
+n_restarts_ : int or ndarray of int of shape (B,)
     VI framework: how often the chain was dropped (see
-    :class:`~tensorprob.selection._pda.VariationalCriterion`).""",
+    :class:`~tensorprob.selection._pda.VariationalCriterion`); one count per selection after
+    ``fit(..., resamples=W)``.""",
 }
 
 
@@ -62,6 +63,10 @@ class SampleMeanCriterion(Criterion):
     the conditional tables of the selected features (|S| gathers per step instead of one,
     memory of one block), and the pair sum, which would need a table per pair, is refused
     with the sizes involved.
+
+    With row weights (:attr:`SelectionData.weights`) every table is a weighted count and every
+    ``(1/M) sum_j`` a weighted mean (:meth:`SelectionData.row_mean`); the rows are then those
+    of positive weight.
     """
 
     name = "pda"
@@ -374,6 +379,11 @@ class PDA(_PerSampleSelector):
     :class:`~tensorprob.selection._pda.VariationalCriterion`. Per-sample methods need
     complete data. Ties break to the lowest index.
 
+    Sample weights (any nonnegative values) weight the tables and the sample means (divided by
+    the total weight): integral weights give what the rows repeated as often would give.
+    ``resamples=W`` runs the B selections in one greedy loop, each over its rows of positive
+    weight, with the tables of the selections that picked the same feature counted together.
+
     References
     ----------
     .. [1]
@@ -443,6 +453,11 @@ class VMI(_PerSampleSelector):
     See Also
     --------
     PDA : Its VI framework, ``PDA(framework="vi")``, has the same bound and other q-distributions.
+
+    Notes
+    -----
+    Sample weights (any nonnegative values) weight the tables and the bound's sample mean;
+    ``resamples=W`` runs the B selections in one greedy loop (see :class:`PDA`).
 
     References
     ----------
