@@ -21,11 +21,12 @@ from .._config import get_config
 from .._device import block_budget, chunk_ranges
 from .._docstrings import fill_doc
 from ..counting import SelectionData, gather_conditional, joint_table
+from ..counting._tables import conditional_table
 from ..information._variational import VariationalState
 from ._base import GreedySelector
 from ._classic import cife_criterion, mifs_criterion, mim_criterion
 from ._docs import SELECTOR_FRAGMENTS
-from ._greedy import Criterion
+from ._greedy import Criterion, Separately
 
 _MI_ORDERS = ((0, 0), (1, 0), (1, 1), (2, 1))
 _FID_CLASSIC = {(0, 0): mim_criterion, (1, 0): mifs_criterion, (1, 1): cife_criterion}
@@ -80,6 +81,18 @@ class SampleMeanCriterion(Criterion):
 
     def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
         return self._n_accumulators() * n_rows * n_features * torch.finfo(dtype).bits // 8
+
+    @classmethod
+    def joint(cls, criteria, batch):
+        """AMD with its per-sample sums stored (k1 <= 1, one process): :class:`_JointArithmeticMeans`.
+
+        Otherwise (GMD, whose state is per candidate; the pair sums of k1 = 2; sums recomputed
+        within a small memory budget; distributed data) one member at a time.
+        """
+        c0 = criteria[0]
+        fused = (c0.arith and c0.k1 <= 1 and (c0.k1, c0.k2) != (0, 0) and not batch._base.distributed
+                 and all(c.stored for c in criteria))
+        return _JointArithmeticMeans(criteria, batch) if fused else super().joint(criteria, batch)
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
@@ -206,6 +219,106 @@ class SampleMeanCriterion(Criterion):
         if split:
             out += d.reduce(part) / d.total_weight
         return out / d.log_base
+
+
+class _JointArithmeticMeans:
+    """The AMD criteria of a batch (orders k1, k2 <= 1) scored and updated together.
+
+    Member b's per-sample sums of ``p^_b(x_i | x_s, c)`` (k2 = 1) and ``p^_b(x_i | x_s)``
+    (k1 = 1) are slabs of (G, M, N) tensors over all M rows: a pick's lookup index
+    ``((i I + x_mi) I + x_mj) C + c_m`` is computed once for every member that picked ``j``,
+    and one gather reads their conditional tables (stacked as the rows of one matrix) at each
+    (sample, candidate). The scores of all members are one pass over the sums and one batched
+    product of the (G, M) weights with them (rows of weight 0, whose probabilities may be 0,
+    masked). Each member's per-sample values are those of its own run (the same tables, the
+    same additions); with k1 = k2 = 1 the two means enter as the one mean of
+    ``log(num / den)`` (their 1/|S| cancels), which differs from the separate means only by
+    rounding.
+    """
+
+    def __init__(self, criteria: list[SampleMeanCriterion], batch) -> None:
+        self.criteria, self.batch = criteria, batch
+        c0 = criteria[0]
+        self.k1, self.k2 = c0.k1, c0.k2
+        d = batch._base
+        self.dtype, self.log_base = d.dtype, d.log_base
+        codes = batch.codes  # (M, N) feature-major
+        M, N = codes.shape
+        G = len(criteria)
+        self.I, self.C = batch.max_card, batch.n_classes
+        dev = codes.device
+        self.Wt = batch.weights.T.to(self.dtype).contiguous()  # (G, M)
+        zero = batch.weights.T == 0
+        self.zero = zero[:, :, None] if bool(zero.any()) else None
+        self.total = batch.weights.sum(0).to(self.dtype)  # (G,)
+        self.itype = torch.int32 if N * self.I * self.I * self.C < 2**31 else torch.int64
+        self.codes = codes
+        self.y = batch.y.to(self.itype)
+        self.num = torch.zeros(G, M, N, dtype=self.dtype, device=dev) if self.k2 == 1 else None
+        self.den = torch.zeros(G, M, N, dtype=self.dtype, device=dev) if self.k1 == 1 else None
+        # order-0 terms: each member's own (N,) means (computed by its start)
+        self.mean_log_p_y = torch.stack([c.mean_log_p_y for c in criteria]) if self.k2 == 0 else None
+        self.mean_log_p = torch.stack([c.mean_log_p for c in criteria]) if self.k1 == 0 else None
+        self.n = [0] * G
+
+    def _blocks(self, width: int):
+        M = max(1, self.codes.shape[0])
+        return chunk_ranges(self.codes.shape[1], M * width * torch.finfo(self.dtype).bits // 8,
+                            block_budget(self.codes.device))
+
+    def update(self, picks: dict[int, int]) -> None:
+        groups: dict[int, list[int]] = {}
+        for b, j in picks.items():
+            groups.setdefault(j, []).append(b)
+            self.n[b] += 1
+        I, C = self.I, self.C
+        for j, members in groups.items():
+            tables = [self.criteria[b].data.pair_table(j) for b in members]  # counted together by the batch
+            for b in members:
+                Criterion.update(self.criteria[b], j)
+            xj = self.codes[:, j].to(self.itype)
+            for acc, marginal in ((self.num, False), (self.den, True)):
+                if acc is None:
+                    continue
+                # (G_j, cells): the members' conditional tables, one row each
+                P = torch.stack([conditional_table(T, marginalize_b=marginal).reshape(-1) for T in tables])
+                width = 1 if marginal else C
+                off = xj * width if marginal else xj * C + self.y
+                whole = len(members) == acc.shape[0]
+                for a, b in self._blocks(len(members)):
+                    idx = self.codes[:, a:b].to(self.itype, memory_format=torch.contiguous_format, copy=True)
+                    idx.add_((torch.arange(a, b, dtype=self.itype, device=idx.device) * I)[None, :])
+                    idx.mul_(I * width).add_(off[:, None])
+                    vals = P.index_select(1, idx.view(-1)).view(len(members), idx.shape[0], b - a)
+                    if whole:
+                        acc[:, :, a:b].add_(vals)
+                    else:
+                        for i, m in enumerate(members):
+                            acc[m, :, a:b].add_(vals[i])
+
+    def scores(self, active: list[int], first: list[bool]) -> torch.Tensor:
+        if any(first[b] for b in active):  # the first pick: relevance, as a single run
+            return Separately(self.criteria).scores(active, first)
+        G = len(self.criteria)
+        N = self.codes.shape[1]
+        n = torch.as_tensor(self.n, dtype=self.dtype, device=self.codes.device)[:, None, None]
+        out = torch.empty(G, N, dtype=self.dtype, device=self.codes.device)
+        for a, b in self._blocks(G):
+            if self.num is not None and self.den is not None:
+                t = torch.div(self.num[:, :, a:b], self.den[:, :, a:b]).log_()
+            elif self.num is not None:
+                t = torch.div(self.num[:, :, a:b], n).log_()
+            else:
+                t = torch.div(self.den[:, :, a:b], n).log_()
+            if self.zero is not None:
+                t.masked_fill_(self.zero, 0.0)  # rows a member leaves out (their probabilities may be 0)
+            out[:, a:b] = torch.bmm(self.Wt[:, None, :], t)[:, 0]
+        out /= self.total[:, None]
+        if self.num is None:
+            out = self.mean_log_p_y - out
+        elif self.den is None:
+            out -= self.mean_log_p
+        return (out / self.log_base)[active]
 
 
 class VariationalCriterion(Criterion):
