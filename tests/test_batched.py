@@ -247,6 +247,24 @@ def test_per_sample_batch_within_a_tiny_memory_budget(N):
             tp.PDA(k=3, k1=2, k2=1).fit(X, y, resamples=W)
 
 
+def test_amd_batch_runs_as_one_state(monkeypatch, dtype):
+    """AMD's members share one (G, M, N) state, also when they pick different features at a step."""
+    from tensorprob.selection import _pda
+
+    made = []
+    real = _pda._JointArithmeticMeans.__init__
+    monkeypatch.setattr(_pda._JointArithmeticMeans, "__init__", lambda self, c, b: made.append(len(c)) or real(self, c, b))
+    X, y = _codes(seed=20, M=200, N=12)
+    cards = np.full(12, 3)
+    W = np.concatenate([_weights(len(y), seed=8), np.random.default_rng(9).poisson(1.0, (len(y), 2))], 1)
+    for params in ({"k1": 1, "k2": 1}, {"k1": 1, "k2": 0}):
+        sel = tp.PDA(k=6, distribution="amd", **params).fit(tp.Encoded(X, cards), y, resamples=W)
+        assert made[-1] == W.shape[1]
+        assert any(len(set(col)) > 1 for col in sel.selected_.T)  # the members part ways at some step
+        _check_native(sel, "pda", X, cards, y, W, 6, _tolerance(dtype), distribution="amd", **params)
+    assert len(made) == 2
+
+
 def test_per_sample_methods_refuse_missing_values_with_weights():
     X, y = _codes(seed=18, M=100, N=5, missing=0.05)
     for sel in (tp.VMI(k=2), tp.PDA(k=2)):

@@ -503,18 +503,20 @@ class GreedySelector(CodedSelector):
                        dtype: torch.dtype) -> list[list[int]]:
         """The members split into groups of even size whose per-sample states fit ``memory_budget`` together.
 
-        One group (the whole batch) for the criteria without per-sample state. Distributed: sized
-        on the most rows of one rank, so that every rank forms the same groups.
+        One group (the whole batch) for the criteria without per-sample state. A state is sized
+        on all rows (a member over its rows of positive weight needs less; a batch that keeps its
+        members' states side by side needs all). Distributed: on the most rows of one rank, so
+        that every rank forms the same groups.
         """
         from .._config import get_config
 
         B = W.shape[1]
-        rows = (W > 0).sum(0) if self._compact_rows else np.full(B, W.shape[0])
+        rows = W.shape[0]
         if self._dist_on:
             from .. import _distributed
 
-            rows = np.max(np.stack(_distributed.all_gather(rows)), 0)
-        state = max(c.state_bytes(int(r), n_features, n_classes, dtype) for c, r in zip(criteria, rows))
+            rows = max(_distributed.all_gather(rows))
+        state = max(c.state_bytes(int(rows), n_features, n_classes, dtype) for c in criteria)
         size = B if state == 0 else max(1, min(B, get_config()["memory_budget"] // state))
         return [g.tolist() for g in np.array_split(np.arange(B), -(-B // size))]
 

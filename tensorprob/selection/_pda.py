@@ -84,14 +84,15 @@ class SampleMeanCriterion(Criterion):
 
     @classmethod
     def joint(cls, criteria, batch):
-        """AMD with its per-sample sums stored (k1 <= 1, one process): :class:`_JointArithmeticMeans`.
+        """AMD (k1, k2 <= 1, one process) whose members' sums over all rows fit ``memory_budget``: :class:`_JointArithmeticMeans`.
 
         Otherwise (GMD, whose state is per candidate; the pair sums of k1 = 2; sums recomputed
         within a small memory budget; distributed data) one member at a time.
         """
-        c0 = criteria[0]
-        fused = (c0.arith and c0.k1 <= 1 and (c0.k1, c0.k2) != (0, 0) and not batch._base.distributed
-                 and all(c.stored for c in criteria))
+        c0, d = criteria[0], batch._base
+        together = len(criteria) * c0.state_bytes(d.budget_rows, d.n_features, d.n_classes, d.dtype)
+        fused = (c0.arith and c0.k1 <= 1 and (c0.k1, c0.k2) != (0, 0) and not d.distributed
+                 and together <= get_config()["memory_budget"])
         return _JointArithmeticMeans(criteria, batch) if fused else super().joint(criteria, batch)
 
     def start(self, data: SelectionData) -> None:
