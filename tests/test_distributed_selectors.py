@@ -58,6 +58,10 @@ def _cases():
         ("mrmr_resamples", lambda d: tp.MRMR(k=4, distributed=d), "nan", {"resamples": "W"}),
         ("jmi_codes_resamples", lambda d: tp.JMI(k=4, distributed=d), "codes", {"resamples": "W"}),
         ("pda_weighted", lambda d: tp.PDA(k=3, distributed=d), "codes", {"sample_weight": "wi"}),
+        ("pda_fractional", lambda d: tp.PDA(k=3, k1=2, distributed=d), "codes", {"sample_weight": "w"}),
+        ("pda_resamples", lambda d: tp.PDA(k=3, distributed=d), "codes", {"resamples": "W"}),
+        ("pda_vi_resamples", lambda d: tp.PDA(k=3, framework="vi", distributed=d), "codes", {"resamples": "W"}),
+        ("vmi_naive_resamples", lambda d: tp.VMI(k=3, q="naive", distributed=d), "codes", {"resamples": "W"}),
         ("jmi_ties", lambda d: tp.JMI(k="all", distributed=d), "ties", {}),
         ("mim_ties", lambda d: tp.MIM(k="all", distributed=d), "ties", {}),
         ("cmim_lazy_wide", lambda d: tp.CMIM(k=12, lazy=True, distributed=d), "wide", {}),
@@ -132,7 +136,8 @@ def test_two_ranks_float32_match_single_process_float32():
 
 @pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
 def test_rank_with_zero_rows(reference):
-    names = {"jmi", "cmim_lazy", "rmrmr", "pda_amd", "vmi", "trace_ratio", "spec_phi3", "jmi_codes_resamples"}
+    names = {"jmi", "cmim_lazy", "rmrmr", "pda_amd", "vmi", "trace_ratio", "spec_phi3", "jmi_codes_resamples",
+             "pda_resamples", "vmi_naive_resamples"}
     ref = {k: v for k, v in reference.items() if k in names or k == "select_features_icap"}
     _check(run_ranks(_job, 2, ([0, 0, M], names)), ref)
 

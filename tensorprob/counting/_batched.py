@@ -50,6 +50,12 @@ class BatchedSelectionData:
         Working dtype of the members' tables.
     log_base : float, default=1.0
         Divisor of the information quantities.
+    compact : bool, default=False
+        Each member holds only its rows of positive weight (their codes copied, in row order),
+        with their weights (None where they are all 1): what the per-sample criteria (PDA,
+        VMI) need, whose work per step is proportional to the member's rows and whose sample
+        means must not read rows the weights leave out. The tables are counted by the batch
+        from all rows either way.
     distributed : bool, default=False
         The rows are this rank's part of data spread over a ``torch.distributed`` process
         group: the tables of every :meth:`count` are summed over the ranks (one all-reduce per
@@ -64,7 +70,8 @@ class BatchedSelectionData:
     """
 
     def __init__(self, codes: torch.Tensor, max_card: int, y: torch.Tensor, n_classes: int, weights: torch.Tensor,
-                 dtype: torch.dtype = torch.float64, log_base: float = 1.0, distributed: bool = False) -> None:
+                 dtype: torch.dtype = torch.float64, log_base: float = 1.0, distributed: bool = False,
+                 compact: bool = False) -> None:
         base = SelectionData(codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
                              distributed=distributed)  # feature-major codes
         self.codes, self.max_card, self.y, self.n_classes = base.codes, int(max_card), y, int(n_classes)
@@ -75,9 +82,14 @@ class BatchedSelectionData:
         self._base = base
         complete = base.complete
         self._complete = complete
+        self._row_major: torch.Tensor | None = None
         for b in range(W.shape[1]):
-            m = SelectionData(self.codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
-                              weights=W[:, b], distributed=distributed)
+            if compact:
+                m = compact_rows(self._rows_first(), y, W[:, b], max_card, n_classes, dtype=dtype,
+                                 log_base=log_base, distributed=distributed)
+            else:
+                m = SelectionData(self.codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
+                                  weights=W[:, b], distributed=distributed)
             m._complete = complete
             m._batch = self
             m._member = b
@@ -95,7 +107,14 @@ class BatchedSelectionData:
         differing = base.reduce(torch.stack([(W != 1).to(torch.float64).sum(),
                                              torch.tensor(float(W.numel()), dtype=torch.float64, device=W.device)]))
         self._share = B > 1 and float(differing[0]) <= SHARE_MAX_DIFFERING * float(differing[1])
-        self._row_major: torch.Tensor | None = None
+        self._tables: dict[int, dict[int, torch.Tensor]] = {}  # pick -> member -> raw table (pair_table)
+        self._counted: dict[int, set[int]] = {}  # pick -> members whose raw table this step counted
+
+    def _rows_first(self) -> torch.Tensor:
+        """The codes row-major (M, N) contiguous, copied once: whole rows are gathered from it."""
+        if self._row_major is None:
+            self._row_major = self.codes.contiguous()
+        return self._row_major
 
     # ------------------------------------------------------------------ counting
     def _table(self, rows: torch.Tensor | None, a: int | None, card_a: int,
@@ -106,9 +125,7 @@ class BatchedSelectionData:
         if rows is not None:
             # whole rows from a row-major copy (a gather along the inner dimension of the
             # feature-major codes is several times slower), then feature-major again for counting
-            if self._row_major is None:
-                self._row_major = self.codes.contiguous()
-            codes = self._row_major.index_select(0, rows).T.contiguous().T
+            codes = self._rows_first().index_select(0, rows).T.contiguous().T
             y = y.index_select(0, rows)
             a_col = None if a_col is None else a_col.index_select(0, rows)
         return joint_table(codes, self.max_card, a_col, card_a, y, self.n_classes, weights=weights,
@@ -171,13 +188,15 @@ class BatchedSelectionData:
     def announce(self, picks: dict[int, int]) -> None:
         """Record each member's pick of this step (members that picked ``j`` never need ``j`` again)."""
         self._pending = dict(picks)
+        self._tables.clear()  # pair_table: what one step counted is read in that step
+        self._counted: dict[int, set[int]] = {}
         for b, j in picks.items():
             self._picked[b].add(j)
 
     def finished(self, b: int) -> None:
         """Member ``b`` has made its last pick: drop what was kept for it."""
         self._active.discard(b)
-        for entry in self._cache.values():
+        for entry in (*self._cache.values(), *self._tables.values()):
             entry.pop(b, None)
 
     def pair_information(self, member: SelectionData, j: int):
@@ -220,6 +239,72 @@ class BatchedSelectionData:
         if not entry:
             del self._cache[j]
         return _Recording(first, self._needed)
+
+    def pair_table(self, member: SelectionData, j: int) -> torch.Tensor | None:
+        """``member``'s weighted (x_c, x_j, class) tables (N, I, I, C), or None if ``j`` is not its pick.
+
+        The raw tables of the per-sample criteria (:meth:`SelectionData.pair_table`). The first
+        member to read a pick ``j`` counts the tables of the members that picked ``j`` at this
+        step, a memory-sized chunk at a time in one :meth:`count` (one shared unweighted count
+        of all rows where that reads fewer codes); the others find theirs kept until they read
+        them, in the same step.
+        """
+        b = member._member
+        kept = self._tables.get(j)
+        if kept is not None and b in kept:
+            T = kept.pop(b)
+            if not kept:
+                del self._tables[j]
+            return T
+        if self._pending.get(b) != j:
+            return None
+        counted = self._counted.setdefault(j, set())
+        who = [m for m, jj in self._pending.items() if jj == j and m != b and m not in counted]
+        size = max(1, self._member_chunks(self.max_card)[0][1])
+        chunk = [b] + who[:size - 1]
+        counted.update(chunk)
+        tables = self.count(chunk, [j] * len(chunk), self.max_card)
+        entry = self._tables.setdefault(j, {})
+        for m, T in zip(chunk[1:], tables[1:]):
+            entry[m] = T
+        if not entry:
+            del self._tables[j]
+        return tables[0]
+
+
+def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card: int, n_classes: int,
+                 **options) -> SelectionData:
+    """A :class:`SelectionData` of the rows of positive weight ``w`` (row order kept).
+
+    Parameters
+    ----------
+    codes : torch.Tensor of shape (M, N), int
+        All rows' codes (row-major is fastest: whole rows are gathered).
+    y : torch.Tensor of shape (M,)
+        Class codes.
+    w : torch.Tensor of shape (M,)
+        Nonnegative row weights.
+    max_card, n_classes : int
+        As for :class:`SelectionData`.
+    **options
+        Other arguments of :class:`SelectionData` (``dtype``, ``log_base``, ``distributed``).
+
+    Returns
+    -------
+    SelectionData
+        The kept rows with their weights, or no weights where those are all 1 (the rows then
+        count once each, exactly as an unweighted run on them; distributed: all 1 on every rank).
+    """
+    rows = (w > 0).nonzero().squeeze(1)
+    kept = w.index_select(0, rows).to(torch.float64)
+    ones = bool((kept == 1).all())
+    if options.get("distributed"):  # unweighted on every rank or on none: the ranks' totals must agree
+        from .. import _distributed
+
+        ones = all(_distributed.all_gather(ones))
+    sub = codes.index_select(0, rows) if rows.numel() < codes.shape[0] else codes
+    return SelectionData(sub, max_card, y.index_select(0, rows), n_classes, weights=None if ones else kept,
+                         **options)
 
 
 class _Recording:

@@ -177,6 +177,106 @@ class SelectionData:
         return int(self._global_rows()[0] if self.distributed else self._local_rows()[0])
 
     @property
+    def total_weight(self) -> float:
+        """Divisor of the weighted sample means: the total row weight (``n_total`` without weights).
+
+        Distributed: the weight of all ranks' rows.
+        """
+        if self.weights is None:
+            return self.n_total
+        if self.distributed:
+            return float(self._global_rows()[1])
+        return float(self.weights.to(torch.float64).sum())
+
+    @property
+    def memory_budget(self) -> int:
+        """Bytes this run's per-sample state may take: ``memory_budget``, or a 1/B share for a member of a batch of B.
+
+        The members of a batch hold their states at the same time.
+        """
+        budget = get_config()["memory_budget"]
+        return budget if self._batch is None else budget // max(1, len(self._batch.members))
+
+    def row_mean(self, values: torch.Tensor, dim: int = 0) -> torch.Tensor:
+        """(Weighted) sample mean of ``values`` over the rows (axis ``dim``); distributed: this rank's weighted sum.
+
+        Distributed, the caller sums the result over the ranks and divides by
+        :attr:`total_weight` (one all-reduce for all candidates). Without weights this is
+        ``values.mean(dim)`` (``values.sum(dim)`` distributed).
+
+        Parameters
+        ----------
+        values : torch.Tensor
+            Per-row values, rows along ``dim``.
+        dim : int, default=0
+            The row axis.
+
+        Returns
+        -------
+        torch.Tensor
+            ``values`` averaged (or summed, distributed) over ``dim``.
+        """
+        if self.distributed:
+            return self.row_sum(values, dim)
+        if self.weights is None:
+            return values.mean(dim)
+        return self.row_sum(values, dim) / self.total_weight
+
+    def row_sum(self, values: torch.Tensor, dim: int = 0, rows: slice | None = None) -> torch.Tensor:
+        """Sum of ``values`` over the rows (axis ``dim`` of length M), each row times its weight.
+
+        The numerator of a weighted sample mean (divide by :attr:`total_weight`); this rank's
+        rows only when distributed (the caller reduces). A row of weight 0 adds nothing, even
+        where its value is infinite (a probability of 0 under tables it is not counted in).
+
+        Parameters
+        ----------
+        values : torch.Tensor
+            Per-row values, rows along ``dim``.
+        dim : int, default=0
+            The row axis.
+        rows : slice, optional
+            The rows ``values`` holds, when a block of them.
+
+        Returns
+        -------
+        torch.Tensor
+            ``values`` summed over ``dim``.
+        """
+        if self.weights is None:
+            return values.sum(dim)
+        w = self.weights.to(values.dtype)
+        w = w if rows is None else w[rows]
+        moved = values.movedim(dim, -1)
+        return torch.matmul(moved, w) if bool((w > 0).all()) else torch.matmul(
+            torch.where(w > 0, moved, torch.zeros((), dtype=values.dtype, device=values.device)), w)
+
+    def pair_table(self, j: int) -> torch.Tensor:
+        """Weighted counts of (x_c, x_j, class) for every candidate c: (N, max_card, max_card, n_classes).
+
+        The table :meth:`pair_information` computes its quantities from, for the per-sample
+        criteria that gather conditional probabilities from it. A member of a batch receives it
+        from the batch's shared counting.
+
+        Parameters
+        ----------
+        j : int
+            The feature playing ``a``.
+
+        Returns
+        -------
+        torch.Tensor
+            The table, summed over the ranks when distributed.
+        """
+        if self._batch is not None:
+            shared = self._batch.pair_table(self, j)
+            if shared is not None:
+                return shared
+        return self.reduce(joint_table(self.codes, self.max_card, self.codes[:, j], self.max_card, self.y,
+                                       self.n_classes, weights=self.weights, dtype=self.dtype,
+                                       complete=self.complete))
+
+    @property
     def budget_rows(self) -> int:
         """Rows that memory and work decisions are sized on: M, or the most rows of one rank when distributed.
 

@@ -286,6 +286,32 @@ def table_information(T: torch.Tensor, scale: float = 1.0, n_rows: float | None 
     return TableInformation(T, scale, n_rows)
 
 
+def conditional_table(T: torch.Tensor, *, marginalize_b: bool = False, min_prob: float = 1e-10) -> torch.Tensor:
+    """The conditional probabilities ``p^(x | a, b)`` of every cell of counts T (n, I, A, B).
+
+    Parameters
+    ----------
+    T : torch.Tensor of shape (n, I, A, B)
+        Counts from :func:`joint_table`.
+    marginalize_b : bool, default=False
+        Condition on a only (b summed out first): shape (n, I, A, 1).
+    min_prob : float, default=1e-10
+        A conditioning event with probability below this gives probability 0.
+
+    Returns
+    -------
+    torch.Tensor of shape (n, I, A, B), or (n, I, A, 1) with ``marginalize_b``
+        ``T / sum_x T`` per candidate and conditioning event, 0 where the event is rarer than
+        ``min_prob`` (or never seen).
+    """
+    if marginalize_b:
+        T = T.sum(3, keepdim=True)
+    tiny = torch.finfo(T.dtype).tiny
+    cond = T.sum(1, keepdim=True)  # (n, 1, A, B): counts of the conditioning event per candidate
+    totals = cond.sum((1, 2, 3), keepdim=True).clamp_min(tiny)
+    return torch.where(cond / totals >= min_prob, T / cond.clamp_min(tiny), torch.zeros_like(T))
+
+
 def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,
                        *, over_b: bool = False, marginalize_b: bool = False, min_prob: float = 1e-10,
                        complete: bool | None = None) -> torch.Tensor:
@@ -319,13 +345,9 @@ def gather_conditional(T: torch.Tensor, codes: torch.Tensor, a: torch.Tensor | N
     M = codes.shape[0]
     dev = codes.device
     if marginalize_b:
-        T = T.sum(3, keepdim=True)
         B, b = 1, None
-    tiny = torch.finfo(T.dtype).tiny
-    cond = T.sum(1, keepdim=True)  # (n, 1, A, B): counts of the conditioning event per candidate
-    totals = cond.sum((1, 2, 3), keepdim=True).clamp_min(tiny)
     # conditional probability tables (small), then one lookup per (sample, candidate)
-    P = torch.where(cond / totals >= min_prob, T / cond.clamp_min(tiny), torch.zeros_like(T))
+    P = conditional_table(T, marginalize_b=marginalize_b, min_prob=min_prob)
     a_ = torch.zeros(M, dtype=torch.int64, device=dev) if a is None else a.to(torch.int64)
     b_ = torch.zeros(M, dtype=torch.int64, device=dev) if b is None else b.to(torch.int64)
     ab_ok = (a_ >= 0) & (b_ >= 0)

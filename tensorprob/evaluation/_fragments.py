@@ -29,7 +29,7 @@ return_fitted : bool, default=False
     "batched": """\
 batched : bool, default=False
     Fit each selector once for all splits, ``fit(X, y, resamples=W)`` with the training masks
-    as ``W`` (one batch: the count-based criteria advance all splits' selections together; see
+    as ``W`` (one batch: the count-based criteria, PDA and VMI advance all splits' selections together; see
     :func:`tensorprob.stability_selection`), instead of once per split. The selections are
     those of ``fit(X, y, sample_weight=mask)``: the selector's encoding (categories,
     equal-width bin edges) is then learned from all rows, test rows included (unsupervised; a

@@ -398,9 +398,9 @@ def stability_selection(X: Any, y: Any, *, method: str = "jmi", k: int = 50, n_r
                         random_state: Any = None, **params: Any) -> StabilitySelection:
     """Select ``k`` features on each of ``n_resamples`` random resamples; frequencies and stability.
 
-    The resamples are one batch (``fit(X, y, resamples=W)``): the count-based criteria advance
-    all selections together and count their tables in shared passes; other methods run one
-    selection per resample. The encoding (bin edges, categories) is learned once from all rows.
+    The resamples are one batch (``fit(X, y, resamples=W)``): the count-based criteria, PDA and
+    VMI advance all selections together and count their tables in shared passes; other methods
+    run one selection per resample. The encoding (bin edges, categories) is learned once from all rows.
 
     Parameters
     ----------

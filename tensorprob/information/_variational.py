@@ -15,6 +15,8 @@ current chain C of selected features and a candidate i:
 
     L(C + i) = (1/M) sum_j [ log q(x^j | y^j) - log sum_c p^(c) q(x^j | c) ]
 
+(with row weights, a weighted mean over the rows and weighted tables, the prior p^(c) included)
+
 with ``log q(x | c)`` accumulated per sample and class: naive ``sum_s log p^(x_s | c)``;
 GMD^1 (VMI-pairwise) ``log p^(x_c1|c) + sum_{t>=2} mean_{r<t} log p^(x_ct | x_cr, c)``;
 AMD^1 ``log p^(x_c1|c) + sum_{t>=2} log mean_{r<t} p^(x_ct | x_cr, c)``; FID^1 rooted at the
@@ -26,9 +28,8 @@ import math
 
 import torch
 
-from .._config import get_config
 from .._device import block_budget, chunk_ranges, exp_floor
-from ..counting import SelectionData, joint_table
+from ..counting import SelectionData
 
 _Q = ("naive", "gmd", "amd", "fid")
 
@@ -70,7 +71,8 @@ class VariationalState:
         d = data
         M, N, C, I = d.codes.shape[0], d.n_features, d.n_classes, d.max_card
         self.M, self.N, self.C, self.I = M, N, C, I
-        counts = d.reduce(torch.bincount(d.y, minlength=C).to(d.dtype))  # distributed: over all ranks
+        w = None if d.weights is None else d.weights.to(torch.float64)  # weighted class counts, summed in float64
+        counts = d.reduce(torch.bincount(d.y, weights=w, minlength=C).to(d.dtype))  # distributed: over all ranks
         self.log_prior = torch.log(counts / counts.sum())  # (C,)
         T = d.class_table[:, :, 0, :]  # (N, I, C)
         tiny = torch.finfo(T.dtype).tiny
@@ -79,7 +81,8 @@ class VariationalState:
         self._codes_t = d.codes.T.contiguous()  # (N, M), in the codes' (compact) dtype
         # the (C, N, M) accumulator of the order-1 q's is kept when it fits the memory budget;
         # otherwise each read sums the conditional tables of the chain again (see _acc)
-        self.stored = C * N * M * torch.finfo(d.dtype).bits // 8 <= get_config()["memory_budget"]
+        # (a member of a batch of B selections: within its 1/B share of the budget)
+        self.stored = C * N * d.budget_rows * torch.finfo(d.dtype).bits // 8 <= d.memory_budget
         self._lpc_t = self.log_p_class.view(N, I, C).permute(2, 0, 1).contiguous()  # (C, N, I)
         self.reset()
 
@@ -126,8 +129,7 @@ class VariationalState:
         lookups; the (C, N, M) accumulator is updated in cache-sized candidate blocks.
         """
         d = self.data
-        T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes, dtype=d.dtype,
-                                 complete=d.complete))  # (N, I, I, C)
+        T = d.pair_table(j)  # (N, I, I, C), weighted; a batch member's from the batch's shared count
         den = T.sum(2 if given_candidate else 1, keepdim=True)
         P = torch.where(den > 0, T / den.clamp_min(torch.finfo(T.dtype).tiny), torch.zeros_like(T)).reshape(-1, self.C)
         P_t = (_log(P) if log else P).view(self.N, self.I * self.I, self.C).permute(2, 0, 1).contiguous()
@@ -205,10 +207,10 @@ class VariationalState:
                     m0 = m + r0
                     lse[m, i] = torch.logsumexp(b[m0] + self.log_p_class[rows[m, i]], dim=1) - mx[m0, 0]
                 own = self.log_p_class[rows, d.y[r0:r1, None]].add_(own_base[r0:r1])
-                out[a:c] += own.sub_(lse).sum(0)
-        if d.distributed:  # sums over this rank's samples: summed over the ranks, over all of them
-            return d.reduce(out) / d.n_total
-        out /= self.M
+                out[a:c] += d.row_sum(own.sub_(lse), rows=slice(r0, r1))
+        if d.distributed:  # sums over this rank's samples: summed over the ranks, over their total weight
+            return d.reduce(out) / d.total_weight
+        out /= self.M if d.weights is None else d.total_weight
         return out
 
     def bounds(self) -> torch.Tensor:
@@ -252,8 +254,8 @@ class VariationalState:
                 ci, m = torch.nonzero(bad, as_tuple=True)
                 lse[ci, m] = torch.logsumexp(self._entries(ci + a, m, shift_t), dim=0)
             terms = own - prior_y[None, :] - lse
-            out[a:b] = terms.sum(1) if d.distributed else terms.mean(1)
-        return d.reduce(out) / d.n_total if d.distributed else out
+            out[a:b] = d.row_mean(terms, dim=1)
+        return d.reduce(out) / d.total_weight if d.distributed else out
 
     def add(self, j: int) -> None:
         """Append feature j to the chain."""

@@ -52,7 +52,8 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
     method_name: ClassVar[str | None] = None
     method_aliases: ClassVar[tuple[str, ...]] = ()
     #: True where the method weights its statistics itself (the count-based criteria: weighted
-    #: counts, and a batch of weight vectors counted together); otherwise a weight vector is
+    #: counts; PDA and VMI: weighted counts and weighted sample means; a batch of weight vectors
+    #: runs as one greedy loop with its counts shared); otherwise a weight vector is
     #: applied by repeating each row as many times as its (integral) weight. Only a
     #: GreedySelector (which implements ``_select_weighted``) may set it.
     _native_weights: ClassVar[bool] = False
@@ -295,18 +296,20 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
             come with the chunks.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights; integers are frequency weights (a row of weight 2 counts as two
-            copies, a weight of 0 leaves the row out). Count-based selectors take any
-            nonnegative weights (weighted counts); the others apply them by repeating rows, so
-            they must be integers. Must be None for streamed X (weights come with the chunks).
+            copies, a weight of 0 leaves the row out). Count-based selectors, PDA and VMI take
+            any nonnegative weights (weighted counts, and for PDA and VMI weighted sample means,
+            which divide by the total weight); the others apply them by repeating rows, so they
+            must be integers. Must be None for streamed X (weights come with the chunks).
         resamples : array-like of shape (n_samples, B), optional
             A batch of B weight vectors (cross-validation fold masks, bootstrap counts,
             Poisson weights), the same kind of weights as ``sample_weight`` (multiplied by it
             when both are given): B selections, one per column, returned as ``selected_`` and
             ``scores_`` of shape (B, k) (``n_selections_ = B``). Column b gives what
-            ``fit(X, y, sample_weight=resamples[:, b])`` gives. The count-based criteria
-            advance the B selections together and count all their tables of a step in one
-            pass; the other methods run one selection per column (see
-            :func:`tensorprob.stability_selection`). Not available for streamed X.
+            ``fit(X, y, sample_weight=resamples[:, b])`` gives. The count-based criteria,
+            PDA and VMI advance the B selections together in one greedy loop and count the
+            tables of a step together (PDA and VMI keep one per-sample state per selection,
+            over its rows of positive weight); the other methods run one selection per column
+            (see :func:`tensorprob.stability_selection`). Not available for streamed X.
 
         Notes
         -----
@@ -503,6 +506,11 @@ class GreedySelector(CodedSelector):
         data = self._selection_data(codes, cards, y, n_classes, device, dtype)
         return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
 
+    #: The criterion keeps per-sample state (PDA, VMI): a weighted selection then holds only the
+    #: rows of positive weight (see :func:`tensorprob.counting._batched.compact_rows`), so that
+    #: its work per step is that of its rows and its sample means never read a row left out.
+    _compact_rows: ClassVar[bool] = False
+
     def _fit_stream(self, chunks: Any) -> tuple[list[int], list[float]]:
         """Select from row chunks, in two passes and then counts over blocks of spilled rows.
 
@@ -576,20 +584,53 @@ class GreedySelector(CodedSelector):
 
     def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
         """B weighted selections (lists of B picks and of B score lists), the batch counted together."""
-        from ..counting._batched import BatchedSelectionData
+        from ..counting._batched import BatchedSelectionData, compact_rows
         from ._greedy import greedy_forward, greedy_forward_batched
 
         k = codes.shape[1] if k is None else k
         Wt = torch.as_tensor(W, dtype=torch.float64, device=device)
         if W.shape[1] == 1:  # one weighted selection: the single-run path with weighted counts
-            data = self._selection_data(codes, cards, y, n_classes, device, dtype)
-            data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
+            if self._compact_rows:
+                data = compact_rows(torch.as_tensor(codes, device=device), torch.as_tensor(y, device=device),
+                                    Wt[:, 0], int(max(1, cards.max())), n_classes, dtype=dtype,
+                                    log_base=self._log_base, distributed=self._dist_on)
+            else:
+                data = self._selection_data(codes, cards, y, n_classes, device, dtype)
+                data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
             sel, val = greedy_forward(self._criterion(), data, k)
             return [sel], [val]
-        batch = BatchedSelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
-                                     torch.as_tensor(y, device=device), n_classes, Wt, dtype=dtype,
-                                     log_base=self._log_base, distributed=self._dist_on)
-        return greedy_forward_batched([self._criterion() for _ in range(W.shape[1])], batch, k)
+        criteria = [self._criterion() for _ in range(W.shape[1])]
+        codes_t, y_t = torch.as_tensor(codes, device=device), torch.as_tensor(y, device=device)
+        selected, scores = [None] * W.shape[1], [None] * W.shape[1]
+        for group in self._member_groups(criteria, W, codes.shape[1], n_classes, dtype):
+            batch = BatchedSelectionData(codes_t, int(max(1, cards.max())), y_t, n_classes, Wt[:, group], dtype=dtype,
+                                         log_base=self._log_base, distributed=self._dist_on,
+                                         compact=self._compact_rows)
+            sel, val = greedy_forward_batched([criteria[b] for b in group], batch, k)
+            for b, s, v in zip(group, sel, val):
+                selected[b], scores[b] = s, v
+        return selected, scores
+
+    def _member_groups(self, criteria, W: np.ndarray, n_features: int, n_classes: int,
+                       dtype: torch.dtype) -> list[list[int]]:
+        """The members split into groups of even size whose per-sample states fit ``memory_budget`` together.
+
+        One group (the whole batch) for the criteria without per-sample state. A state is sized
+        on all rows (a member over its rows of positive weight needs less; a batch that keeps its
+        members' states side by side needs all). Distributed: on the most rows of one rank, so
+        that every rank forms the same groups.
+        """
+        from .._config import get_config
+
+        B = W.shape[1]
+        rows = W.shape[0]
+        if self._dist_on:
+            from .. import _distributed
+
+            rows = max(_distributed.all_gather(rows))
+        state = max(c.state_bytes(int(rows), n_features, n_classes, dtype) for c in criteria)
+        size = B if state == 0 else max(1, min(B, get_config()["memory_budget"] // state))
+        return [g.tolist() for g in np.array_split(np.arange(B), -(-B // size))]
 
 
 @fill_doc(**SELECTOR_FRAGMENTS)

@@ -13,6 +13,12 @@ Criterion protocol (see :class:`Criterion`):
   returning False selects nothing this iteration (the VI restart rule uses it to drop its
   chain).
 - ``update(j)``: add feature j to the criterion's state.
+- ``state_bytes(n_rows, n_features, n_classes, dtype)``: the per-sample state the criterion keeps
+  for that many rows (0 by default); a batch of selections is split into groups whose states
+  fit ``memory_budget`` together.
+- ``joint(criteria, batch)`` (class method): how :func:`greedy_forward_batched` drives the
+  started criteria of a batch: by default one member at a time (:class:`Separately`); a
+  criterion may return an object that scores and updates all members with shared tensor ops.
 
 The driver masks selected features, breaks ties to the lowest index (a value within
 :func:`tie_tolerance` relative of the maximum counts as tied, as a sequential scan with a
@@ -55,6 +61,38 @@ class Criterion:
 
     def update(self, j: int) -> None:
         self.selected.append(j)
+
+    def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
+        """Bytes of per-sample state the criterion keeps on ``n_rows`` rows (none: 0)."""
+        return 0
+
+    @classmethod
+    def joint(cls, criteria: list[Criterion], batch) -> Separately:
+        """The driver of a batch's started criteria (one per member): :class:`Separately` by default."""
+        return Separately(criteria)
+
+
+class Separately:
+    """Scores and updates the criteria of a batch one member at a time.
+
+    Parameters
+    ----------
+    criteria : list of Criterion
+        The started criteria, one per member.
+    """
+
+    def __init__(self, criteria: list[Criterion]) -> None:
+        self.criteria = criteria
+
+    def scores(self, active: list[int], first: list[bool]) -> torch.Tensor:
+        """(len(active), N) scores of the active members (``first_scores`` where ``first[b]``)."""
+        c = self.criteria
+        return torch.stack([c[b].first_scores() if first[b] else c[b].scores() for b in active])
+
+    def update(self, picks: dict[int, int]) -> None:
+        """Add each member's pick (member -> feature) to its criterion."""
+        for b, j in picks.items():
+            self.criteria[b].update(j)
 
 
 def tie_tolerance(dtype: torch.dtype) -> float:
@@ -204,6 +242,7 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
     batch.count_class_tables()
     for c, d in zip(criteria, members):
         c.start(d)
+    joint = type(criteria[0]).joint(criteria, batch)
     N = members[0].n_features
     dev = batch.codes.device
     available = torch.ones(B, N, dtype=torch.bool, device=dev)
@@ -227,7 +266,7 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
             if n_held[b] and len(selected[b]) == N - n_held[b]:
                 available[b] |= held[b]
                 n_held[b] = 0
-        S = torch.stack([criteria[b].first_scores() if first[b] else criteria[b].scores() for b in active])
+        S = joint.scores(active, first)
         idx = torch.as_tensor(active, device=dev)
         js, values = _pick_rows(S, available.index_select(0, idx))
         picks = {}
@@ -238,8 +277,8 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
                 scores[b].append(v)
                 first[b] = False
         batch.announce(picks)
+        joint.update(picks)
         for b, j in picks.items():
-            criteria[b].update(j)
             available[b, j] = False
             if len(selected[b]) == k:
                 batch.finished(b)

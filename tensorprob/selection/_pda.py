@@ -13,6 +13,7 @@ from abc import abstractmethod
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -20,11 +21,12 @@ from .._config import get_config
 from .._device import block_budget, chunk_ranges
 from .._docstrings import fill_doc
 from ..counting import SelectionData, gather_conditional, joint_table
+from ..counting._tables import conditional_table
 from ..information._variational import VariationalState
 from ._base import GreedySelector
 from ._classic import cife_criterion, mifs_criterion, mim_criterion
 from ._docs import SELECTOR_FRAGMENTS
-from ._greedy import Criterion
+from ._greedy import Criterion, Separately
 
 _MI_ORDERS = ((0, 0), (1, 0), (1, 1), (2, 1))
 _FID_CLASSIC = {(0, 0): mim_criterion, (1, 0): mifs_criterion, (1, 1): cife_criterion}
@@ -41,9 +43,10 @@ restart_threshold : float, default=0.01
     VI framework: the chain restarts when the bound grows by less than this (in the units
     of ``base``).""",
     "n_restarts": """\
-n_restarts_ : int
+n_restarts_ : int or ndarray of int of shape (B,)
     VI framework: how often the chain was dropped (see
-    :class:`~tensorprob.selection._pda.VariationalCriterion`).""",
+    :class:`~tensorprob.selection._pda.VariationalCriterion`); one count per selection after
+    ``fit(..., resamples=W)``.""",
 }
 
 
@@ -61,12 +64,36 @@ class SampleMeanCriterion(Criterion):
     the conditional tables of the selected features (|S| gathers per step instead of one,
     memory of one block), and the pair sum, which would need a table per pair, is refused
     with the sizes involved.
+
+    With row weights (:attr:`SelectionData.weights`) every table is a weighted count and every
+    ``(1/M) sum_j`` a weighted mean (:meth:`SelectionData.row_mean`); the rows are then those
+    of positive weight.
     """
 
     name = "pda"
 
     def __init__(self, mean: str, k1: int, k2: int) -> None:
         self.mean, self.k1, self.k2 = mean, k1, k2
+
+    def _n_accumulators(self) -> int:
+        """Per-sample (M, N) accumulators of AMD: one per order-1 term and one for the pairs."""
+        return (self.mean == "arithmetic") * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
+
+    def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
+        return self._n_accumulators() * n_rows * n_features * torch.finfo(dtype).bits // 8
+
+    @classmethod
+    def joint(cls, criteria, batch):
+        """AMD (k1, k2 <= 1, one process) whose members' sums over all rows fit ``memory_budget``: :class:`_JointArithmeticMeans`.
+
+        Otherwise (GMD, whose state is per candidate; the pair sums of k1 = 2; sums recomputed
+        within a small memory budget; distributed data) one member at a time.
+        """
+        c0, d = criteria[0], batch._base
+        together = len(criteria) * c0.state_bytes(d.budget_rows, d.n_features, d.n_classes, d.dtype)
+        fused = (c0.arith and c0.k1 <= 1 and (c0.k1, c0.k2) != (0, 0) and not d.distributed
+                 and together <= get_config()["memory_budget"])
+        return _JointArithmeticMeans(criteria, batch) if fused else super().joint(criteria, batch)
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
@@ -76,15 +103,17 @@ class SampleMeanCriterion(Criterion):
         self.mean_log_p_y = self._block_means(lambda a, b: self._gather(T[a:b], a, b, None)) if self.k2 == 0 else None
         self.mean_log_p = (self._block_means(lambda a, b: self._gather(T[a:b], a, b, None, marginal=True))
                            if self.k1 == 0 else None)
-        n_acc = self.arith * ((self.k2 == 1) + (self.k1 >= 1) + (self.k1 == 2))
         # distributed: sized on the largest rank, so that every rank takes the same branch (and raises alike)
-        state = n_acc * data.budget_rows * data.n_features * torch.finfo(data.dtype).bits // 8
-        self.stored = state <= get_config()["memory_budget"]
+        state = self.state_bytes(data.budget_rows, data.n_features, data.n_classes, data.dtype)
+        # a member of a batch of B selections holds its state beside B - 1 others: 1/B of the budget
+        self.stored = state <= data.memory_budget
         if self.arith and self.k1 == 2 and not self.stored:
+            share = "" if data.memory_budget == get_config()["memory_budget"] else " (this selection's share of it)"
             raise ValueError(f"AMD^{{2,1}} keeps per-sample sums over the pairs of S ({state / 2**20:.1f} MiB for "
                              f"{data.budget_rows} samples x {data.n_features} features), above memory_budget="
-                             f"{get_config()['memory_budget'] / 2**20:.1f} MiB, and cannot recompute them within it; "
-                             "raise memory_budget with tensorprob.config_context or use k1 <= 1")
+                             f"{data.memory_budget / 2**20:.1f} MiB{share}, and cannot recompute them within it; "
+                             "raise memory_budget with tensorprob.config_context, use k1 <= 1, or pass fewer "
+                             "weight vectors at once")
         self.num = self.den = self.pairs = None  # per-sample (M, N) sums (AMD, stored) or (N,) log sums (GMD)
         self.tables: list[tuple[torch.Tensor, int]] = []  # AMD recomputed: (table, feature) per selected one
         self.n_pairs = 0
@@ -98,15 +127,15 @@ class SampleMeanCriterion(Criterion):
         return gather_conditional(T, d.codes[:, a:b], first, second, marginalize_b=marginal, complete=True)
 
     def _block_means(self, block) -> torch.Tensor:
-        """(N,) of ``(1/M) sum_m log block(a, b)`` over candidate blocks (cache-sized temporaries).
+        """(N,) of the (weighted) sample mean of ``log block(a, b)`` over candidate blocks (cache-sized temporaries).
 
-        Distributed: the sums over this rank's samples, summed over the ranks, over all M.
+        Distributed: the sums over this rank's samples, summed over the ranks, over their total weight.
         """
         d = self.data
         out = torch.empty(d.n_features, dtype=d.dtype, device=d.codes.device)
         for a, b in self._ranges():
-            out[a:b] = block(a, b).log_().sum(0) if d.distributed else block(a, b).log_().mean(0)
-        return d.reduce(out) / d.n_total if d.distributed else out
+            out[a:b] = d.row_mean(block(a, b).log_())
+        return d.reduce(out) / d.total_weight if d.distributed else out
 
     def _ranges(self):
         d = self.data
@@ -130,8 +159,7 @@ class SampleMeanCriterion(Criterion):
     def update(self, j: int) -> None:
         d = self.data
         if self.k2 == 1 or self.k1 >= 1:
-            T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, j], d.max_card, d.y, d.n_classes,
-                                     dtype=d.dtype, complete=True))
+            T = d.pair_table(j)  # weighted; a batch member's comes from the batch's shared count
             if self.arith and not self.stored:
                 self.tables.append((T, j))
             else:
@@ -142,7 +170,7 @@ class SampleMeanCriterion(Criterion):
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
                 T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j],
-                                         d.max_card, dtype=d.dtype, complete=True))
+                                         d.max_card, weights=d.weights, dtype=d.dtype, complete=True))
                 self._accumulate("pairs", T, j, r)
                 self.n_pairs += 1
         super().update(j)
@@ -158,13 +186,12 @@ class SampleMeanCriterion(Criterion):
         return acc
 
     def _log_mean(self, name: str, a: int, b: int, n: int) -> torch.Tensor:
-        """(1/M) sum_m log pbar over candidates a..b for an accumulator of n terms.
+        """The (weighted) sample mean of log pbar over candidates a..b for an accumulator of n terms.
 
-        Distributed AMD: the sum over this rank's samples (:meth:`scores` reduces it).
+        Distributed AMD: the weighted sum over this rank's samples (:meth:`scores` reduces it).
         """
         if self.arith:
-            logs = torch.div(self._amd_block(name, a, b), n).log_()
-            return logs.sum(0) if self.data.distributed else logs.mean(0)
+            return self.data.row_mean(torch.div(self._amd_block(name, a, b), n).log_())
         return getattr(self, name)[a:b] / n
 
     def scores(self) -> torch.Tensor:
@@ -191,8 +218,108 @@ class SampleMeanCriterion(Criterion):
             else:
                 out[a:b] = num - den
         if split:
-            out += d.reduce(part) / d.n_total
+            out += d.reduce(part) / d.total_weight
         return out / d.log_base
+
+
+class _JointArithmeticMeans:
+    """The AMD criteria of a batch (orders k1, k2 <= 1) scored and updated together.
+
+    Member b's per-sample sums of ``p^_b(x_i | x_s, c)`` (k2 = 1) and ``p^_b(x_i | x_s)``
+    (k1 = 1) are slabs of (G, M, N) tensors over all M rows: a pick's lookup index
+    ``((i I + x_mi) I + x_mj) C + c_m`` is computed once for every member that picked ``j``,
+    and one gather reads their conditional tables (stacked as the rows of one matrix) at each
+    (sample, candidate). The scores of all members are one pass over the sums and one batched
+    product of the (G, M) weights with them (rows of weight 0, whose probabilities may be 0,
+    masked). Each member's per-sample values are those of its own run (the same tables, the
+    same additions); with k1 = k2 = 1 the two means enter as the one mean of
+    ``log(num / den)`` (their 1/|S| cancels), which differs from the separate means only by
+    rounding.
+    """
+
+    def __init__(self, criteria: list[SampleMeanCriterion], batch) -> None:
+        self.criteria, self.batch = criteria, batch
+        c0 = criteria[0]
+        self.k1, self.k2 = c0.k1, c0.k2
+        d = batch._base
+        self.dtype, self.log_base = d.dtype, d.log_base
+        codes = batch.codes  # (M, N) feature-major
+        M, N = codes.shape
+        G = len(criteria)
+        self.I, self.C = batch.max_card, batch.n_classes
+        dev = codes.device
+        self.Wt = batch.weights.T.to(self.dtype).contiguous()  # (G, M)
+        zero = batch.weights.T == 0
+        self.zero = zero[:, :, None] if bool(zero.any()) else None
+        self.total = batch.weights.sum(0).to(self.dtype)  # (G,)
+        self.itype = torch.int32 if N * self.I * self.I * self.C < 2**31 else torch.int64
+        self.codes = codes
+        self.y = batch.y.to(self.itype)
+        self.num = torch.zeros(G, M, N, dtype=self.dtype, device=dev) if self.k2 == 1 else None
+        self.den = torch.zeros(G, M, N, dtype=self.dtype, device=dev) if self.k1 == 1 else None
+        # order-0 terms: each member's own (N,) means (computed by its start)
+        self.mean_log_p_y = torch.stack([c.mean_log_p_y for c in criteria]) if self.k2 == 0 else None
+        self.mean_log_p = torch.stack([c.mean_log_p for c in criteria]) if self.k1 == 0 else None
+        self.n = [0] * G
+
+    def _blocks(self, width: int):
+        M = max(1, self.codes.shape[0])
+        return chunk_ranges(self.codes.shape[1], M * width * torch.finfo(self.dtype).bits // 8,
+                            block_budget(self.codes.device))
+
+    def update(self, picks: dict[int, int]) -> None:
+        groups: dict[int, list[int]] = {}
+        for b, j in picks.items():
+            groups.setdefault(j, []).append(b)
+            self.n[b] += 1
+        I, C = self.I, self.C
+        for j, members in groups.items():
+            tables = [self.criteria[b].data.pair_table(j) for b in members]  # counted together by the batch
+            for b in members:
+                Criterion.update(self.criteria[b], j)
+            xj = self.codes[:, j].to(self.itype)
+            for acc, marginal in ((self.num, False), (self.den, True)):
+                if acc is None:
+                    continue
+                # (G_j, cells): the members' conditional tables, one row each
+                P = torch.stack([conditional_table(T, marginalize_b=marginal).reshape(-1) for T in tables])
+                width = 1 if marginal else C
+                off = xj * width if marginal else xj * C + self.y
+                whole = len(members) == acc.shape[0]
+                for a, b in self._blocks(len(members)):
+                    idx = self.codes[:, a:b].to(self.itype, memory_format=torch.contiguous_format, copy=True)
+                    idx.add_((torch.arange(a, b, dtype=self.itype, device=idx.device) * I)[None, :])
+                    idx.mul_(I * width).add_(off[:, None])
+                    vals = P.index_select(1, idx.view(-1)).view(len(members), idx.shape[0], b - a)
+                    if whole:
+                        acc[:, :, a:b].add_(vals)
+                    else:
+                        for i, m in enumerate(members):
+                            acc[m, :, a:b].add_(vals[i])
+
+    def scores(self, active: list[int], first: list[bool]) -> torch.Tensor:
+        if any(first[b] for b in active):  # the first pick: relevance, as a single run
+            return Separately(self.criteria).scores(active, first)
+        G = len(self.criteria)
+        N = self.codes.shape[1]
+        n = torch.as_tensor(self.n, dtype=self.dtype, device=self.codes.device)[:, None, None]
+        out = torch.empty(G, N, dtype=self.dtype, device=self.codes.device)
+        for a, b in self._blocks(G):
+            if self.num is not None and self.den is not None:
+                t = torch.div(self.num[:, :, a:b], self.den[:, :, a:b]).log_()
+            elif self.num is not None:
+                t = torch.div(self.num[:, :, a:b], n).log_()
+            else:
+                t = torch.div(self.den[:, :, a:b], n).log_()
+            if self.zero is not None:
+                t.masked_fill_(self.zero, 0.0)  # rows a member leaves out (their probabilities may be 0)
+            out[:, a:b] = torch.bmm(self.Wt[:, None, :], t)[:, 0]
+        out /= self.total[:, None]
+        if self.num is None:
+            out = self.mean_log_p_y - out
+        elif self.den is None:
+            out -= self.mean_log_p
+        return (out / self.log_base)[active]
 
 
 class VariationalCriterion(Criterion):
@@ -214,6 +341,10 @@ class VariationalCriterion(Criterion):
         self.state = VariationalState(data, self.q)
         self.prev = 0.0
         self.n_restarts = 0
+
+    def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
+        order_one = self.q != "naive"  # the (C, N, M) accumulator of the order-1 q's
+        return order_one * n_classes * n_features * n_rows * torch.finfo(dtype).bits // 8
 
     def first_scores(self) -> torch.Tensor:
         return self.scores()
@@ -270,11 +401,15 @@ class _PerSampleSelector(GreedySelector):
     def _pda_args(self) -> tuple[str, str, int, int]:
         """(distribution, framework, k1, k2) of the criterion."""
 
-    def _criterion(self) -> Criterion:
-        self._crit = _pda_criterion(*self._pda_args(), self.restart_threshold)
-        return self._crit
+    _native_weights = True  # weighted tables and weighted sample means (any nonnegative weights)
+    _compact_rows = True  # a weighted selection holds its rows of positive weight only
 
-    def _select(self, codes, cards, y, n_classes, k, device, dtype):
+    def _criterion(self) -> Criterion:
+        crit = _pda_criterion(*self._pda_args(), self.restart_threshold)
+        self._crits.append(crit)
+        return crit
+
+    def _check_complete(self, codes: np.ndarray) -> None:
         def check() -> None:
             if (codes < 0).any():
                 raise ValueError(f"{type(self).__name__} needs complete data: X has missing values (NaN/None or "
@@ -286,11 +421,27 @@ class _PerSampleSelector(GreedySelector):
             _distributed.agree(check)
         else:
             check()
-        out = super()._select(codes, cards, y, n_classes, k, device, dtype)
-        if isinstance(self._crit, VariationalCriterion):
-            self.n_restarts_ = self._crit.n_restarts
-        del self._crit
+
+    def _run(self, select, codes, *args):
+        """``select(codes, *args)`` after the completeness check; records ``n_restarts_`` of the VI criteria."""
+        self._check_complete(codes)
+        if hasattr(self, "n_restarts_"):
+            del self.n_restarts_
+        self._crits: list[Criterion] = []
+        try:
+            out = select(codes, *args)
+            if self._crits and isinstance(self._crits[0], VariationalCriterion):
+                restarts = [c.n_restarts for c in self._crits]
+                self.n_restarts_ = np.asarray(restarts) if hasattr(self, "n_selections_") else restarts[0]
+        finally:
+            del self._crits
         return out
+
+    def _select(self, codes, cards, y, n_classes, k, device, dtype):
+        return self._run(super()._select, codes, cards, y, n_classes, k, device, dtype)
+
+    def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
+        return self._run(super()._select_weighted, codes, cards, y, n_classes, k, device, dtype, W)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -341,6 +492,11 @@ class PDA(_PerSampleSelector):
     event has probability below 1e-10 counts as 0. VI framework: see
     :class:`~tensorprob.selection._pda.VariationalCriterion`. Per-sample methods need
     complete data. Ties break to the lowest index.
+
+    Sample weights (any nonnegative values) weight the tables and the sample means (divided by
+    the total weight): integral weights give what the rows repeated as often would give.
+    ``resamples=W`` runs the B selections in one greedy loop, each over its rows of positive
+    weight, with the tables of the selections that picked the same feature counted together.
 
     References
     ----------
@@ -411,6 +567,11 @@ class VMI(_PerSampleSelector):
     See Also
     --------
     PDA : Its VI framework, ``PDA(framework="vi")``, has the same bound and other q-distributions.
+
+    Notes
+    -----
+    Sample weights (any nonnegative values) weight the tables and the bound's sample mean;
+    ``resamples=W`` runs the B selections in one greedy loop (see :class:`PDA`).
 
     References
     ----------
