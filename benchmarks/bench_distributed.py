@@ -154,7 +154,7 @@ def _allreduce_seconds(nbytes: float, p: int) -> tuple[str, float]:
 
 
 def _projection(measured: dict) -> list[str]:
-    lines = ["", "## Projection to 8-64 GPUs with NCCL (on paper, from the 1-process figures above)", "",
+    lines = ["", "**Projection to 8-64 GPUs with NCCL** (on paper, from the 1-process figures above)", "",
              "Model: seconds per EM iteration = fixed + (1-process CPU seconds per row / GPU speed-up) x rows / p "
              "+ all-reduce of the measured buffer: 2 (p - 1) / p x bytes / bandwidth + latency. Assumed: 8 GPUs "
              f"per node; bandwidth {LINKS[0][1] / 1e9:.0f} GB/s within a node (NVLink 4 / NVSwitch, H100 SXM; "
@@ -205,7 +205,8 @@ def main() -> None:
     except OSError:
         commit = "unknown"
     sets = SMALL if args.small else SETS
-    lines = [f"# Data-parallel EM and selection on torch.distributed (Gloo, localhost){' - small' if args.small else ''}",
+    lines = [f"**Data-parallel EM and selection on torch.distributed (Gloo, localhost)"
+             f"{' - small' if args.small else ''}**",
              "", f"machine: {machine()}; python {platform.python_version()}; date: {datetime.date.today()}; "
              f"commit: {commit}; 1 torch thread per process; median of {args.repeats} repeats; per repeat the "
              "slowest process sets the time. EM: rank-20 CPD, init='random', tol=0, rows split evenly. Greedy "
