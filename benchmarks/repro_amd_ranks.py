@@ -372,8 +372,8 @@ def table_ranks(per_fold, groups, discs, unit, alpha):
     for disc in discs:
         pf = by_disc(per_fold, disc)
         sets = complete_sets(pf, methods)
-        own = set(pf.loc[pf["discretizer"] == disc, "dataset"])  # a column needs a set binned its own way
-        if sets and own & set(sets):
+        own = set(pf.loc[pf["discretizer"] == disc, "dataset"])  # the variant column needs a set binned its way
+        if sets and (disc == "mdl" or own & set(sets)):
             out[disc] = (rank_rows(pf[pf["dataset"].isin(sets) & pf["method"].isin(methods)], groups, unit, alpha),
                          sets)
     return out
@@ -618,6 +618,9 @@ def main(argv=None):
         if t not in tables:
             continue
         text, res = fn(args, per_fold, info, total, discs, unit, unit_desc)
+        if not res:
+            print(f"Table {t}: no data set has every method of the table")
+            continue
         ranks = pd.concat([r.assign(discretizer=d) for d, (r, _) in res.items()], ignore_index=True)
         if base is None:
             SCRIPT.write_csv("", ranks)
