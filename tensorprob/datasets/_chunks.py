@@ -141,7 +141,13 @@ class RowChunks:
             Column holding the labels: each chunk becomes ``(X, y)`` with that column as ``y``.
         columns : sequence of str, optional
             The feature columns to read (default all, ``target`` excepted).
-        max_distinct_rows, storage, block_rows, spill_dir
+        max_distinct_rows : int, optional
+            As in :class:`RowChunks`.
+        storage : {"auto", "table", "spill"}, default="auto"
+            As in :class:`RowChunks`.
+        block_rows : int, optional
+            As in :class:`RowChunks`.
+        spill_dir : str or path, optional
             As in :class:`RowChunks`.
 
         Returns
