@@ -280,9 +280,9 @@ def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: tor
         if not transpose:
             return s, None
         row_id = None
-        if device.type == "cpu" and codes is not None and codes.device.type == "cpu" and n * N > 0 \
-                and int(codes.max()) < (1 << 16) - 1:
-            row_id = _rows_by_variable(codes, obs_count=None if complete else (block >= 0).sum(0))
+        top = int(codes.max()) if codes is not None and codes.device.type == "cpu" and n * N > 0 else None
+        if device.type == "cpu" and top is not None and top < (1 << 16) - 1:
+            row_id = _rows_by_variable(codes, top, obs_count=None if complete else (block >= 0).sum(0))
         elif device.type == "cpu" and n_cols <= 1 << 16:
             # NumPy sorts 16-bit keys stably by radix, in linear time: about 20 times torch.sort
             # here, which matters where the chunks are built again at every pass (spilled rows)
@@ -313,16 +313,16 @@ def _ones_values(store: dict | None, n: int, dtype: torch.dtype, device: torch.d
     return v[:n]
 
 
-def _rows_by_variable(codes: torch.Tensor, obs_count: torch.Tensor | None) -> torch.Tensor:
+def _rows_by_variable(codes: torch.Tensor, top: int, obs_count: torch.Tensor | None) -> torch.Tensor:
     """Row numbers sorted by code within each variable, variable after variable (missing rows left out).
 
-    ``codes`` is (rows x N) with -1 for missing and codes below 65535; ``obs_count`` the
+    ``codes`` is (rows x N) with -1 for missing and codes up to ``top`` < 65535; ``obs_count`` the
     observed rows of each variable (None: none missing). NumPy sorts 8- and 16-bit keys
     stably by radix; a missing entry becomes the largest key, so it sorts last in its variable
     and is cut off there.
     """
     keys = codes.T.numpy()
-    key_dtype = np.uint8 if int(codes.max()) < 255 else np.uint16
+    key_dtype = np.uint8 if top < 255 else np.uint16
     keys = np.ascontiguousarray(keys.astype(key_dtype))  # -1 wraps to the largest key
     order = torch.from_numpy(np.argsort(keys, axis=1, kind="stable"))
     if obs_count is None:

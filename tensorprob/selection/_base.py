@@ -355,8 +355,9 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         return as_chunks(X)
 
     def _fit_stream(self, chunks: Any) -> tuple[Any, Any]:
-        """Select from row chunks; implemented by the selectors with ``_streams`` set."""
-        raise NotImplementedError  # pragma: no cover - _stream_input refuses the others first
+        """Select from row chunks; the selectors with ``_streams`` set override this, the others refuse."""
+        raise TypeError(f"{type(self).__name__} does not select from streamed X (row chunks or a Parquet path): "
+                        "pass the data in memory")
 
     def transform(self, X: Any) -> Any:
         """Keep the selected columns of ``X``.
