@@ -143,6 +143,62 @@ def test_batch_within_a_tiny_memory_budget():
     np.testing.assert_array_equal(full.scores_, small.scores_)
 
 
+@pytest.fixture(params=["bincount", "product"])
+def counting_path(request, monkeypatch):
+    """Force one of the batch's two ways of counting a group of members (``counting._batched``)."""
+    from tensorprob.counting import _batched
+
+    monkeypatch.setattr(_batched, "_NS_BINCOUNT_PASS", 0.0 if request.param == "bincount" else 1e9)
+    return request.param
+
+
+@pytest.mark.parametrize("method", COUNT_BASED)
+def test_batch_counting_paths_equal_separate_runs(method, counting_path, dtype):
+    """The one-hot products and the bincounts give the same exact counts: the same selections."""
+    X, y = _codes(seed=11, M=300, N=10, card=4, missing=0.05 if method in ("jmi", "cmim", "mrmr") else 0.0)
+    cards = np.full(X.shape[1], 4)
+    W = np.concatenate([_weights(len(y), seed=12), _weights(len(y), seed=13)], 1)
+    sel = get_selector(method)(k=5).fit(tp.Encoded(X, cards), y, resamples=W)
+    _check_members(sel, method, X, cards, y, W, 5)
+
+
+def test_product_tables_equal_bincounts(dtype):
+    """Members with their own picks: the products' tables are the bincounts' exactly (missing entries too)."""
+    import torch
+
+    from tensorprob.counting._batched import BatchedSelectionData
+
+    X, y = _codes(seed=14, M=257, N=7, card=3, C=4, missing=0.1)
+    W = np.concatenate([_weights(len(y), seed=15), np.random.default_rng(2).poisson(2.0, (len(y), 3))], 1)
+    batch = BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 4, torch.as_tensor(W), dtype=dtype)
+    assert batch._product_ok
+    members = list(range(W.shape[1]))
+    picks = [0, 5, 5, 2, 6, 0, 1]  # members with the same and with different picks
+    for a_cols, card_a in (([None] * len(members), 1), (picks, 3)):
+        got = batch._product_tables(members, a_cols, card_a)
+        for b in members:
+            ref = batch._table(None, a_cols[b], card_a, torch.as_tensor(W[:, b]))
+            assert got[b].dtype == dtype and got[b].shape == ref.shape
+            assert torch.equal(got[b], ref), (a_cols[b], b)
+
+
+def test_product_path_only_where_exact():
+    """Fractional weights, totals beyond float32's integers or one-hot codes beyond the budget: bincounts."""
+    import torch
+
+    from tensorprob.counting._batched import BatchedSelectionData
+
+    X, y = _codes(seed=16, M=100, N=5)
+    args = (torch.as_tensor(X), 3, torch.as_tensor(y), 3)
+    assert BatchedSelectionData(*args, torch.ones(100, 2))._product_ok
+    assert not BatchedSelectionData(*args, torch.full((100, 2), 0.5))._product_ok
+    assert not BatchedSelectionData(*args, torch.full((100, 2), 2.0**18))._product_ok  # totals 2**24.6
+    with tp.config_context(memory_budget=2**16):
+        big = np.random.default_rng(0).integers(0, 3, (2000, 10))
+        assert not BatchedSelectionData(torch.as_tensor(big), 3, torch.zeros(2000, dtype=torch.int64), 1,
+                                        torch.ones(2000, 2))._product_ok
+
+
 @pytest.mark.parametrize("method, params", [("spec_cmi", {}),
                                             ("gsm_cpd", {"rank": 2, "n_samples": 200, "n_iter_max": 20,
                                                          "random_state": 0})])
