@@ -182,6 +182,30 @@ def test_product_tables_equal_bincounts(dtype):
             assert torch.equal(got[b], ref), (a_cols[b], b)
 
 
+def test_class_free_counts_and_their_fallback(monkeypatch, dtype):
+    """Once a criterion reads only class-free quantities (MRMR) the products drop the class axis;
+    a class quantity read later still comes from tables with the class."""
+    import torch
+
+    from tensorprob.counting import _batched
+    from tensorprob.counting._batched import BatchedSelectionData
+
+    monkeypatch.setattr(_batched, "_NS_BINCOUNT_PASS", 1e9)
+    X, y = _codes(seed=17, M=300, N=8, C=3, missing=0.05)
+    W = torch.as_tensor(_weights(len(y), seed=18))
+    batch = BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 3, W, dtype=dtype)
+    batch._needed.add("mi_x_a")
+    batch.announce({0: 2, 1: 5, 2: 2, 3: 0})
+    info = batch.members[1].pair_information(5)
+    assert info._info.T.shape[3] == 1  # counted without the class
+    for name in ("mi_x_a", "mi_xa_b", "cmi_x_b_given_a"):
+        ref = getattr(_batched.table_information(batch._table(None, 5, 3, W[:, 1]), 1.0, batch.members[1].n_rows), name)
+        assert torch.equal(getattr(info, name), ref), name
+    for b, j in ((0, 2), (2, 2), (3, 0)):  # the others' kept class-free quantity
+        ref = _batched.table_information(batch._table(None, j, 3, W[:, b]), 1.0, batch.members[b].n_rows).mi_x_a
+        assert torch.equal(batch.members[b].pair_information(j).mi_x_a, ref)
+
+
 def test_product_path_only_where_exact():
     """Fractional weights, totals beyond float32's integers or one-hot codes beyond the budget: bincounts."""
     import torch

@@ -164,8 +164,13 @@ class BatchedSelectionData:
         return joint_table(codes, self.max_card, a_col, card_a, y, self.n_classes, weights=weights,
                            dtype=self.dtype, complete=self._complete)
 
-    def count(self, members: list[int], a_cols: list[int | None], card_a: int) -> list[torch.Tensor]:
+    def count(self, members: list[int], a_cols: list[int | None], card_a: int,
+              classes: bool = True) -> list[torch.Tensor]:
         """Tables (N, I, card_a, n_classes) of (x_c, x_a, class) weighted by each of ``members``.
+
+        ``classes=False`` allows tables summed over the class, (N, I, card_a, 1), where the
+        matrix products count (their class-free quantities equal the full tables'); the
+        bincounts always count the class.
 
         ``a_cols[i]`` is the feature playing ``a`` for ``members[i]`` (None: constant, card_a = 1).
         Members with the same ``a`` (cross-validation masks and resamples mostly pick alike) share
@@ -187,7 +192,7 @@ class BatchedSelectionData:
             plans[a] = (Wg, use_ref)
             bincount_ns += (M + int(differ.sum()) if use_ref else int(positive.sum())) * N * _NS_BINCOUNT_PASS
         if self._product_ok and self._product_cost(len(members), card_a) < bincount_ns:
-            out = self._product_tables(members, a_cols, card_a)
+            out = self._product_tables(members, a_cols, card_a, classes)
         else:
             out = [None] * len(members)
             for a, pos in groups.items():
@@ -237,10 +242,13 @@ class BatchedSelectionData:
         self._sorted_codes = rows
         self._w32 = self.weights.index_select(0, order).to(torch.float32)
 
-    def _product_tables(self, members: list[int], a_cols: list[int | None], card_a: int) -> list[torch.Tensor]:
+    def _product_tables(self, members: list[int], a_cols: list[int | None], card_a: int,
+                        classes: bool = True) -> list[torch.Tensor]:
         """Tables (N, I, card_a, C) of ``members[i]`` against ``a_cols[i]``, by one product per class.
 
         Exact integer counts (the caller checked ``_product_ok``), equal to the bincounts'.
+        ``classes=False``: one product over the rows of every class, tables (N, I, card_a, 1)
+        (rows without a class are left out, as in the full tables).
         """
         if self._onehot is None:
             self._by_class()
@@ -253,9 +261,11 @@ class BatchedSelectionData:
             L = torch.zeros(W.shape[0], B, card_a, dtype=torch.float32, device=W.device)
             L.scatter_(2, picks.clamp_min(0).unsqueeze(2), (W * (picks >= 0)).unsqueeze(2))
             L = L.reshape(W.shape[0], B * card_a)
+        sizes = self._class_sizes if classes else [sum(self._class_sizes)]
+        C = len(sizes)
         T = torch.empty(C, B * card_a, N * I, dtype=torch.float32, device=W.device)
         s = 0
-        for q, n in enumerate(self._class_sizes):
+        for q, n in enumerate(sizes):
             if n:
                 torch.mm(L[s:s + n].T, self._onehot[s:s + n], out=T[q])
             else:
@@ -328,9 +338,10 @@ class BatchedSelectionData:
         who.insert(0, (b, j))
         size = max(1, self._member_chunks(self.max_card)[0][1])
         first = None
+        classes = not (self._needed and self._needed <= CLASS_FREE)  # e.g. MRMR: I(x_c; x_j) only
         for s in range(0, len(who), size):
             chunk = who[s:s + size]
-            tables = self.count([m for m, _ in chunk], [jj for _, jj in chunk], self.max_card)
+            tables = self.count([m for m, _ in chunk], [jj for _, jj in chunk], self.max_card, classes)
             for (m, jj), T in zip(chunk, tables):
                 info = table_information(T, self.log_base, self.members[m].n_rows)
                 if m == b:
@@ -339,7 +350,13 @@ class BatchedSelectionData:
                     self._cache.setdefault(jj, {})[m] = {name: getattr(info, name) for name in self._needed}
                 else:  # what the criterion reads is not known yet (the first step): keep the tables
                     self._cache.setdefault(jj, {})[m] = info
-        return _Recording(first, self._needed)
+        full = None if classes or self.n_classes == 1 else (lambda: self._full_information(b, j))
+        return _Recording(first, self._needed, full)
+
+    def _full_information(self, b: int, j: int):
+        """Member ``b``'s quantities against ``j`` from tables with the class (counted alone)."""
+        T = self.count([b], [j], self.max_card)[0]
+        return table_information(T, self.log_base, self.members[b].n_rows)
 
     def pair_table(self, member: SelectionData, j: int) -> torch.Tensor | None:
         """``member``'s weighted (x_c, x_j, class) tables (N, I, I, C), or None if ``j`` is not its pick.
@@ -408,14 +425,25 @@ def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card
                          **options)
 
 
-class _Recording:
-    """A member's :class:`TableInformation`, noting which quantities the criterion reads."""
+#: The quantities of a (x, a, class) table that do not involve the class (tables summed over it
+#: give them exactly).
+CLASS_FREE = frozenset({"h_x", "h_a", "h_xa", "mi_x_a"})
 
-    def __init__(self, info, needed: set[str]) -> None:
-        self._info, self._needed = info, needed
+
+class _Recording:
+    """A member's :class:`TableInformation`, noting which quantities the criterion reads.
+
+    Its tables may have been counted without the class (then ``full`` is given): a quantity
+    that needs the class is then read from ``full()``, the member's tables with the class.
+    """
+
+    def __init__(self, info, needed: set[str], full) -> None:
+        self._info, self._needed, self._full = info, needed, full
 
     def __getattr__(self, name: str):
         self._needed.add(name)
+        if self._full is not None and name not in CLASS_FREE:
+            self._info, self._full = self._full(), None
         return getattr(self._info, name)
 
 
