@@ -271,8 +271,10 @@ class BatchedSelectionData:
             else:
                 T[q].zero_()
             s += n
-        T = T.reshape(C, B, card_a, N, I)
-        return [T[:, b].permute(2, 3, 1, 0).to(self.dtype, memory_format=torch.contiguous_format)
+        # class innermost in one 2-D transpose, then each member's (N, I, card_a, C) copy reads
+        # runs of C contiguous counts (from the class-outer layout it read them C apart)
+        T = T.view(C, -1).T.contiguous().view(B, card_a, N, I, C)
+        return [T[b].permute(1, 2, 0, 3).to(self.dtype, memory_format=torch.contiguous_format)
                 for b in range(B)]
 
     def count_class_tables(self) -> None:
