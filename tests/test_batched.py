@@ -204,6 +204,12 @@ def test_class_free_counts_and_their_fallback(monkeypatch, dtype):
     for b, j in ((0, 2), (2, 2), (3, 0)):  # the others' kept class-free quantity
         ref = _batched.table_information(batch._table(None, j, 3, W[:, b]), 1.0, batch.members[b].n_rows).mi_x_a
         assert torch.equal(batch.members[b].pair_information(j).mi_x_a, ref)
+    # both ways of counting give the same class-free tables (the ranks of a distributed batch may differ)
+    product = batch.count([0, 1, 2], [2, 5, 2], 3, classes=False)
+    monkeypatch.setattr(_batched, "_NS_BINCOUNT_PASS", 0.0)
+    bincount = batch.count([0, 1, 2], [2, 5, 2], 3, classes=False)
+    for p, q in zip(product, bincount):
+        assert p.shape == q.shape == (8, 3, 3, 1) and torch.equal(p, q)
 
 
 def test_product_path_only_where_exact():

@@ -168,9 +168,9 @@ class BatchedSelectionData:
               classes: bool = True) -> list[torch.Tensor]:
         """Tables (N, I, card_a, n_classes) of (x_c, x_a, class) weighted by each of ``members``.
 
-        ``classes=False`` allows tables summed over the class, (N, I, card_a, 1), where the
-        matrix products count (their class-free quantities equal the full tables'); the
-        bincounts always count the class.
+        ``classes=False``: the tables summed over the class, (N, I, card_a, 1) (their
+        class-free quantities equal the full tables'; the products skip the class, the
+        bincounts sum it out), whichever way this rank counts.
 
         ``a_cols[i]`` is the feature playing ``a`` for ``members[i]`` (None: constant, card_a = 1).
         Members with the same ``a`` (cross-validation masks and resamples mostly pick alike) share
@@ -197,6 +197,8 @@ class BatchedSelectionData:
             out = [None] * len(members)
             for a, pos in groups.items():
                 self._count_group(out, pos, *plans[a], a, card_a)
+            if not classes:
+                out = [T.sum(3, keepdim=True) for T in out]
         if not self._base.distributed:
             return out
         return list(self._base.reduce(torch.stack(out)).unbind(0))  # one all-reduce for the call
