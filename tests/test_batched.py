@@ -244,7 +244,7 @@ def test_methods_that_repeat_rows(method, params):
 PER_SAMPLE = [("pda", {"distribution": "amd", "k1": 1, "k2": 1}), ("pda", {"distribution": "amd", "k1": 2, "k2": 1}),
               ("pda", {"distribution": "amd", "k1": 1, "k2": 0}), ("pda", {"distribution": "amd", "k1": 0, "k2": 0}),
               ("pda", {"distribution": "gmd", "k1": 1, "k2": 1}), ("pda", {"distribution": "gmd", "k1": 2, "k2": 1}),
-              ("pda", {"distribution": "fid", "k1": 1, "k2": 1}),
+              ("pda", {"distribution": "fid", "k1": 1, "k2": 1}), ("pda", {"distribution": "fid", "k1": 2, "k2": 1}),
               ("pda", {"framework": "vi", "distribution": "amd"}), ("pda", {"framework": "vi", "distribution": "gmd"}),
               ("pda", {"framework": "vi", "distribution": "fid"}), ("pda", {"framework": "vi", "k1": 0}),
               ("vmi", {"q": "naive"}), ("vmi", {"q": "pairwise"})]
@@ -283,7 +283,7 @@ def test_per_sample_batch_equals_separate_runs(method, params, dtype):
     _check_native(sel, method, X, cards, y, W, 5, _tolerance(dtype), **params)
 
 
-@pytest.mark.parametrize("method, params", [PER_SAMPLE[0], PER_SAMPLE[5], PER_SAMPLE[7], PER_SAMPLE[11]])
+@pytest.mark.parametrize("method, params", [PER_SAMPLE[0], PER_SAMPLE[5], PER_SAMPLE[8], PER_SAMPLE[12]])
 def test_per_sample_fractional_weights(method, params, dtype):
     """Fractional weights are valid now: a batch column equals the sample_weight fit, in float64 to 1e-12."""
     X, y = _codes(seed=15, M=300, N=10)
@@ -303,7 +303,7 @@ def test_per_sample_fractional_weights(method, params, dtype):
     np.testing.assert_allclose(half.scores_, plain.scores_, rtol=rtol, atol=rtol)
 
 
-@pytest.mark.parametrize("method, params", [PER_SAMPLE[0], PER_SAMPLE[7], PER_SAMPLE[11], PER_SAMPLE[12]])
+@pytest.mark.parametrize("method, params", [PER_SAMPLE[0], PER_SAMPLE[8], PER_SAMPLE[12], PER_SAMPLE[13]])
 def test_per_sample_one_member_is_the_plain_fit(method, params):
     X, y = _codes(seed=16, M=200, N=8)
     plain = get_selector(method)(k=4, **params).fit(X, y)

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import CI, I, amd_score, classic_score, greedy, random_data, tols
+from _helpers import CI, H, I, amd_score, classic_score, greedy, random_data, tols
 
 import tensorprob as tp
 
@@ -56,6 +56,36 @@ def test_gmd_and_fid_closed_forms_equal_the_classic_methods(dtype):
     # the per-sample mean of log p(x|y)/p(x) is the plug-in mutual information
     amd00 = tp.select_features(X, y, 1, method="pda", distribution="amd", k1=0, k2=0)
     assert abs(amd00.scores_[0] - max(I(X[:, m], y) for m in range(X.shape[1]))) < tols(dtype, atol=1e-12)["atol"]
+
+
+def _fid21_eq6(X, y, m, S):
+    """Eq. 6 of Sun et al. (2020) with k1 = 2, k2 = 1, read literally: T = S + [X_m], T_2 = (X_m, X_s1), T_1 = (X_m)."""
+    xm, s1 = X[:, m], X[:, S[0]]
+    first = H(xm) + (H(s1, xm) - H(xm))  # H(X_m) + H(X_s1 | X_m)
+    first += sum(H(X[:, i], xm, s1) - H(xm, s1) for i in S[1:])  # H(X_i | X_m, X_s1)
+    second = (H(xm, y) - H(y)) + sum(H(X[:, i], xm, y) - H(xm, y) for i in S)  # H(X_m|C) + H(X_i | X_m, C)
+    return first - second
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fid21_is_eq6(seed, dtype):
+    """FID^{2,1}: the greedy picks of eq. 6 computed from joint entropies, and the closed-form scores."""
+    X, y = random_data(seed, N=9)
+    got = tp.PDA(k=6, distribution="fid", k1=2, k2=1).fit(X, y)
+    S, _ = greedy(X, y, 6, lambda m, S: _fid21_eq6(X, y, m, S))
+    assert got.selected_.tolist() == S
+
+    def closed(m, S):
+        return (I(X[:, m], y) - I(X[:, m], X[:, S[0]]) - sum(CI(X[:, m], X[:, j], X[:, S[0]]) for j in S[1:])
+                + sum(CI(X[:, m], X[:, j], y) for j in S))
+    scores = [I(X[:, S[0]], y)] + [closed(S[t], S[:t]) for t in range(1, 6)]
+    np.testing.assert_allclose(got.scores_, scores, **tols(dtype))
+    # eq. 6 differs from the closed form by a constant over the candidates of a step
+    for t in (2, 4):
+        diffs = [_fid21_eq6(X, y, m, S[:t]) - closed(m, S[:t]) for m in range(9) if m not in S[:t]]
+        assert np.ptp(diffs) < 1e-12
+    # the second step is RMRMR's, I(X_m; C | X_s1)
+    assert got.selected_[1] == tp.RMRMR(k=2).fit(X, y).selected_[1]
 
 
 def test_spec_cmi_matches_plain_reference():
@@ -138,8 +168,6 @@ def test_bad_input():
         tp.MIFS(k=2, beta=-1).fit(X, y)
     with pytest.raises(ValueError, match="\\(k1, k2\\)"):
         tp.PDA(k=2, k1=3, k2=0).fit(X, y)
-    with pytest.raises(ValueError, match="FID\\^\\{2,1\\}"):
-        tp.PDA(k=2, distribution="fid", k1=2, k2=1).fit(X, y)
     with pytest.raises(ValueError, match="'q' parameter"):
         tp.VMI(k=2, q="triple").fit(X, y)
     # a raw -1 is a value (issue 12); missing_values=-1 names it missing

@@ -15,6 +15,8 @@ ICAP     I(X_m;C) - sum_j max(0, I(X_m;X_j) - I(X_m;X_j|C))
 MRI      I(X_m;C) - 2/(|S|+1) sum_j [I(X_m;X_j) - I(X_m;X_j|C)]
 RMRMR    step 2: I(X_m;C|X_s1); then I(X_m;C) - (1/|S|) sum_j [I(X_m;X_j) - I(X_m;X_j|C)]
          - 1/(|S|(|S|-1)) sum_{s != r in S} I(X_m; X_r | X_s)   (Vinh et al. 2016 = GMD^{2,1})
+FID^2,1  I(X_m;C) - I(X_m;X_s1) - sum_{j != s1} I(X_m;X_j|X_s1) + sum_j I(X_m;X_j|C)
+         (Sun et al. 2020, eq. 6; ``PDA(distribution="fid", k1=2, k2=1)``)
 =======  =====================================================================
 
 MIM, MIFS, MRMR, CIFE and MRI are linear in the sums: Brown et al.'s
@@ -388,6 +390,42 @@ class RMRMRCriterion(_SumsCriterion):
         if n == 1:
             return self.min_cmi_y  # I(X_m; C | X_s1)
         return self.data.relevance - (self.sum_mi - self.sum_cmi) / n - self.sum_pairs / (n * (n - 1))
+
+
+class FID21Criterion(_SumsCriterion):
+    """FID^{2,1} of Sun et al. (2020), eq. 6 with k1 = 2, k2 = 1.
+
+    With the conditioning subsets ``T_2 = (X_m, X_s1)`` (``s1`` the first selected feature,
+    the reference feature the authors' code also uses for AMD^{2,1}) and ``T_1 = (X_m)``, the
+    terms of eq. 6 that depend on the candidate give
+
+        J = I(X_m;C) - I(X_m;X_s1) - sum_{j in S, j != s1} I(X_m;X_j|X_s1) + sum_{j in S} I(X_m;X_j|C),
+
+    the FID counterpart (sums, one conditioning subset) of RMRMR = GMD^{2,1} (means over all
+    ordered pairs). At |S| = 1 it is ``I(X_m;C|X_s1)``, as RMRMR's second step.
+    """
+
+    name = "fid21"
+
+    def start(self, data: SelectionData) -> None:
+        super().start(data)
+        self.mi_s1, self.sum_cond, self.sum_cmi = self._new_sum(), self._new_sum(), self._new_sum()
+
+    def update(self, j: int) -> None:
+        d = self.data
+        q = d.pair_information(j)
+        self.sum_cmi += q.cmi_x_a_given_b  # I(X_m; X_j | C)
+        if not self.selected:
+            self.mi_s1 = q.mi_x_a  # I(X_m; X_s1)
+        else:  # I(X_m; X_j | X_s1) from the (candidate, x_j, x_s1) tables
+            I, complete, s1 = d.max_card, d.complete, self.selected[0]
+            T = d.count(lambda codes, y, w, dtype: joint_table(codes, I, codes[:, j], I, codes[:, s1], I, weights=w,
+                                                               dtype=dtype, complete=complete))
+            self.sum_cond += table_information(T, d.log_base, d.n_rows).cmi_x_a_given_b
+        super().update(j)
+
+    def scores(self) -> torch.Tensor:
+        return self.data.relevance - self.mi_s1 - self.sum_cond + self.sum_cmi
 
 
 def mim_criterion() -> LinearCriterion:

@@ -24,12 +24,12 @@ from ..counting import SelectionData, gather_conditional, joint_table
 from ..counting._tables import conditional_table
 from ..information._variational import VariationalState
 from ._base import GreedySelector
-from ._classic import cife_criterion, mifs_criterion, mim_criterion
+from ._classic import FID21Criterion, cife_criterion, mifs_criterion, mim_criterion
 from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion, Separately
 
 _MI_ORDERS = ((0, 0), (1, 0), (1, 1), (2, 1))
-_FID_CLASSIC = {(0, 0): mim_criterion, (1, 0): mifs_criterion, (1, 1): cife_criterion}
+_FID_CLASSIC = {(0, 0): mim_criterion, (1, 0): mifs_criterion, (1, 1): cife_criterion, (2, 1): FID21Criterion}
 _SUN = ("Sun, Y., Wang, W., Kirley, M., Li, X. and Chan, J. (2020). Revisiting probability distribution "
         "assumptions for information theoretic feature selection. AAAI 2020, 5908-5915.")
 _GAO = ("Gao, S., Ver Steeg, G. and Galstyan, A. (2016). Variational information maximization for feature "
@@ -377,9 +377,6 @@ def _pda_criterion(distribution: str, framework: str, k1: int, k2: int, restart_
     if (k1, k2) not in _MI_ORDERS:
         raise ValueError(f"PDA in the MI framework supports (k1, k2) in {_MI_ORDERS}; got ({k1!r}, {k2!r})")
     if distribution == "fid":
-        if (k1, k2) == (2, 1):
-            raise ValueError("FID^{2,1} is not defined by Sun et al. 2020 (FID covers (0,0), (1,0), (1,1): "
-                             "MIM, MIFS, CIFE); use distribution='gmd' (RMRMR) or 'amd'")
         return _FID_CLASSIC[(k1, k2)]()
     return SampleMeanCriterion("arithmetic" if distribution == "amd" else "geometric", k1, k2)
 
@@ -468,8 +465,7 @@ class PDA(_PerSampleSelector):
         bound, as VMI).
     k1, k2 : int, default=1
         MI framework: orders of the conditional subsets, (k1, k2) in {(0,0), (1,0), (1,1),
-        (2,1)} (FID: not (2,1), which the paper does not define). VI framework: the order of
-        q is ``k1`` in {0, 1} (``k2`` is ignored).
+        (2,1)}. VI framework: the order of q is ``k1`` in {0, 1} (``k2`` is ignored).
     %(restart_threshold)s
     %(coded_params)s
 
@@ -486,7 +482,9 @@ class PDA(_PerSampleSelector):
 
     Notes
     -----
-    MI framework: FID^{0,0}, FID^{1,0}, FID^{1,1} are MIM, MIFS (beta 1) and CIFE. GMD and
+    MI framework: FID^{0,0}, FID^{1,0}, FID^{1,1} are MIM, MIFS (beta 1) and CIFE; FID^{2,1}
+    (eq. 6 with k1 = 2, k2 = 1, conditioning on the first selected feature ``s1``) is
+    ``I(X_m;C) - I(X_m;X_s1) - sum_{j != s1} I(X_m;X_j|X_s1) + sum_j I(X_m;X_j|C)``. GMD and
     AMD run as per-sample sample-mean estimators (eq. 15; GMD's closed forms are MIM, MRMR,
     JMI and RMRMR, which the tests confirm). A conditional probability whose conditioning
     event has probability below 1e-10 counts as 0. VI framework: see
