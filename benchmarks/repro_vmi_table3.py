@@ -15,7 +15,8 @@ Classifier: linear SVM (C = 1, min-max scaled inputs), 3-NN for Madelon, as the 
 stratified ``--folds``-fold, leave-one-out below 100 samples (Colon, Leukemia, Lymphoma, Lung),
 as the paper. Win/tie/loss of VMI against each competitor by a paired t-test (5 %) over the k
 grid, counted over every data set with results. Selection runs inside every training fold
-(``tensorprob.evaluation.cv_protocol``); the paper selected once on all data. SPEC_CMI, whose
+(``tensorprob.evaluation.cv_protocol``); the paper does not say where its selection ran (once on
+all data would make its errors optimistic). SPEC_CMI, whose
 pairwise table grows with the square of the number of features, is not run on sets with more
 than ``--spec-cmi-max-features`` features (its cells say so).
 
@@ -475,8 +476,8 @@ def report(args, names, variants, info, rows, wtl_rows, diag, tree):
            f"{args.seed}, {args.repeats} repeat(s)), leave-one-out below 100 samples, as the paper; error averaged "
            "over k = 10..min(100, N) on the grid of the data table; cells are ours mean(std over k) [paper "
            "mean(std)] in %; the paper's std is over k as well (its Leukemia row, 0.4(0.7) under leave-one-out, "
-           "cannot be a std over folds). Selection runs inside each training fold (`cv_protocol`), while the paper "
-           "selected once on all data before cross-validating (optimistic). W/T/L: paired t-test (5 %) between the "
+           "cannot be a std over folds). Selection runs inside each training fold (`cv_protocol`); the paper does "
+           "not say where its selection ran (once on all data before cross-validating would be optimistic). W/T/L: paired t-test (5 %) between the "
            "per-k CV error curves (the paper names a paired t-test but not its pairs; pairing over k is our "
            "reading). Reductions against the paper's protocol: the k grid of some sets has a step of 10 instead of "
            "1 (see the data table); SPEC_CMI is not run where the data table says so (its pairwise table over "
