@@ -180,7 +180,7 @@ def test_encoder_rejects_complex_and_sparse_input():
 
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(9))
 def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch):
     # the vectorized path for 2-D integer arrays (one presence table, no per-column sort) gives
     # the codes, categories and kinds of the per-column path: gaps, negative values, wide and
@@ -193,8 +193,12 @@ def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch)
     X[:, 2] = np.arange(500)  # more than max_categories values: discretized
     X[:, 4] = 2**40 + X[:, 4]  # far from 0, small range
     X[:, 5] = 2**40 * X[:, 5]  # wide range: general path
-    X = [X, np.abs(X[:, [0, 1, 3, 6]]).astype(np.uint16), (X[:, [0, 1, 3]] % 50).astype(np.int8),
-         np.asfortranarray(X), X[:, [0, 3, 6, 7, 8]] - X[:, [0, 3, 6, 7, 8]].min(0), X[::2, ::-1]][seed]
+    X = [X, np.abs(X[:, [0, 1, 3, 6]]).astype(np.uint16 if seed == 1 else np.uint64), (X[:, [0, 1, 3]] % 50).astype(np.int8),
+         np.asfortranarray(X), X[:, [0, 3, 6, 7, 8]] - X[:, [0, 3, 6, 7, 8]].min(0), X[::2, ::-1],
+         # int8 over its whole range (x - min must not wrap), and binary / constant columns
+         np.stack([np.arange(500) % 256 - 128, rng.integers(-128, 128, 500)], 1).astype(np.int8),
+         np.stack([rng.integers(0, 2, 500), np.full(500, 7), rng.integers(0, 2, 500) * 5, X[:, 0]], 1),
+         (2**60 + np.abs(X[:, [0, 1, 3]])).astype(np.uint64)][seed]  # beyond float64's integers
     before = X.copy()
     fast = tp.Encoder(discretizer="uniform")
     codes = fast.fit_transform(X)

@@ -63,3 +63,13 @@ def test_feature_major_codes_count_as_row_major_ones(weighted):
     else:
         assert torch.equal(got, ref)
     assert torch.equal(codes, fm)  # the caller's codes are untouched
+
+
+@pytest.mark.parametrize("shape", [(1000, 3), (700, 600), (5, 1), (3000, 40)])
+def test_feature_major_copy_is_the_transpose(shape):
+    """The blocked feature-major copy of the codes equals ``codes.T.contiguous().T``, as a transposed view."""
+    from tensorprob.counting._selection import feature_major
+    codes = torch.randint(-1, 7, shape, dtype=torch.int8)
+    fm = feature_major(codes)
+    assert fm.stride(0) == 1 and fm.shape == codes.shape
+    assert torch.equal(fm, codes)

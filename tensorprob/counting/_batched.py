@@ -39,7 +39,7 @@ import torch
 
 from .._config import get_config
 from .._device import chunk_ranges
-from ._selection import SelectionData
+from ._selection import SelectionData, feature_major
 from ._tables import joint_table, table_information
 
 #: Members share each pick's count (and keep the quantities for later steps) when the fraction of
@@ -158,7 +158,7 @@ class BatchedSelectionData:
         if rows is not None:
             # whole rows from a row-major copy (a gather along the inner dimension of the
             # feature-major codes is several times slower), then feature-major again for counting
-            codes = self._rows_first().index_select(0, rows).T.contiguous().T
+            codes = feature_major(self._rows_first().index_select(0, rows))
             y = y.index_select(0, rows)
             a_col = None if a_col is None else a_col.index_select(0, rows)
         return joint_table(codes, self.max_card, a_col, card_a, y, self.n_classes, weights=weights,

@@ -280,7 +280,7 @@ def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: tor
         if not transpose:
             return s, None
         row_id = None
-        top = int(codes.max()) if codes is not None and codes.device.type == "cpu" and n * N > 0 else None
+        top = int(codes.amax()) if codes is not None and codes.device.type == "cpu" and n * N > 0 else None
         if device.type == "cpu" and top is not None and top < (1 << 16) - 1:
             row_id = _rows_by_variable(codes, top, obs_count=None if complete else (block >= 0).sum(0))
         elif device.type == "cpu" and n_cols <= 1 << 16:

@@ -291,8 +291,9 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     """Encode every column of a 2-D integer array of small range at once: the categories of each.
 
     Row-major data read column by column costs a strided pass per column; here per-column
-    minima and maxima are row-major reductions, and the codes come from one (column, value)
-    presence table in row blocks (torch ops on NumPy's memory: no sort, no int64 copy of X).
+    minima and maxima are row-major reductions, ``x - min`` is written narrow by NumPy in row
+    blocks (no sort, no int64 copy of X), and a (column, value) presence table of the codes is
+    counted only for columns spanning more than two values.
     When every column's values fill their range without gaps (data that is already coded),
     the codes are ``X - min`` in one pass; otherwise they are read through the running count
     of the presence table. Columns whose values span more than ``max(2**10, 4 * limit)``
@@ -308,7 +309,9 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         return None
     if X.dtype == np.uint64 and int(X.max()) > np.iinfo(np.int64).max:
         return None
-    Xt = torch.from_numpy(np.ascontiguousarray(X) if X.dtype.kind == "i" or X.dtype == np.uint8 else X.astype(np.int64))
+    dtype = X.dtype  # of the categories
+    if X.dtype == np.uint64:  # NumPy would mix uint64 and int64 in float64 (inexact above 2**53)
+        X = X.astype(np.int64)
     lo = torch.from_numpy(X.min(0).astype(np.int64))
     span = torch.from_numpy(X.max(0).astype(np.int64)) - lo + 1
     small = span <= max(1 << 10, 4 * limit)
@@ -328,25 +331,38 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     out_t = torch.from_numpy(codes)
     if R - 1 > torch.iinfo(out_t.dtype).max:
         return None
-    # rows per block: the int64 temporaries of a block (two per entry) within the memory budget
+    # x - min written narrow in one NumPy pass (its casting loops are several times faster than a
+    # torch int64 temporary and a conversion), row blocks within the memory budget
     step = chunk_rows(16 * N, X.shape[0], min(get_config()["memory_budget"], 32 * 2**20))
-    # one pass per block: (column, x - min) as a flat index, counted, and written narrow as x - min
-    col_base = (torch.arange(N, dtype=torch.int64) * R)[None, :]
-    base = lo[None, :] - col_base
-    hits = torch.zeros(N * R, dtype=torch.int64)
+    lo_np = lo.numpy()  # int64: x - min computed wide (a narrow input could wrap), then written narrow
     for a in range(0, X.shape[0], step):
-        flat = Xt[a:a + step] - base
-        hits += torch.bincount(flat.reshape(-1), minlength=N * R)
-        out_t[a:a + step] = flat.sub_(col_base)
-    present = (hits > 0).view(N, R)
+        np.subtract(X[a:a + step], lo_np, out=codes[a:a + step], casting="unsafe")
+    # which values occur: a column's minimum and maximum do; the values between them are
+    # checked only in columns spanning more than two (one (column, value) count on the codes)
+    present = torch.zeros(N, R, dtype=torch.bool)
+    idx = torch.arange(N)
+    present[idx, 0] = True
+    present[idx, span - 1] = True
+    wide = span > 2
+    if bool(wide.any()):
+        cols = torch.nonzero(wide).squeeze(1)
+        col_base = (torch.arange(cols.numel(), dtype=torch.int32) * R)[None, :]
+        hits = torch.zeros(cols.numel() * R, dtype=torch.int64)
+        sub = out_t if bool(wide.all()) else None
+        for a in range(0, X.shape[0], step):
+            block = (sub[a:a + step] if sub is not None else out_t[a:a + step].index_select(1, cols))
+            hits += torch.bincount((block.to(torch.int32) + col_base).view(-1), minlength=cols.numel() * R)
+        present[cols] = hits.view(-1, R) > 0
+    present &= torch.arange(R)[None, :] < span[:, None]
     counts = present.sum(1)
     ok = counts <= limit
     if not bool((counts == span).all()):  # gaps: renumber the values that occur, 0 .. count - 1
+        col_base = (torch.arange(N, dtype=torch.int64) * R)[None, :]
         lut = (torch.cumsum(present.to(torch.int64), 1) - 1).to(out_t.dtype).view(-1)
         for a in range(0, X.shape[0], step):
             out_t[a:a + step] = lut[out_t[a:a + step].to(torch.int64) + col_base]
     col, val = np.nonzero(present.numpy())  # row-major: the values of each column, sorted
-    values = (val + lo.numpy()[col]).astype(X.dtype)
+    values = (val + lo.numpy()[col]).astype(dtype)
     ends = np.cumsum(counts.numpy()).tolist()
     return [values[e - c:e] if keep else None for e, c, keep in zip(ends, counts.tolist(), ok.tolist())]
 
