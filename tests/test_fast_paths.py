@@ -73,3 +73,34 @@ def test_feature_major_copy_is_the_transpose(shape):
     fm = feature_major(codes)
     assert fm.stride(0) == 1 and fm.shape == codes.shape
     assert torch.equal(fm, codes)
+
+
+@pytest.mark.parametrize("M", [1, 63, 64, 65, 1000])
+def test_class_free_bitset_tables_equal_the_full_tables(M, dtype):
+    """MRMR's I(X_m; X_j) from the (candidate, value) bitsets equals the full (x, x_j, class) tables' value."""
+    rng = np.random.default_rng(M)
+    N, I = 9, 4
+    X = torch.as_tensor(rng.integers(0, I, (M, N)))
+    X[:, 2] %= 2  # a smaller alphabet
+    y = torch.as_tensor(rng.integers(0, 3, M))
+    d = SelectionData(X, I, y, 3, dtype=dtype)
+    for j in (0, 2, 8):
+        free, full = d.pair_information(j, classes=False), d.pair_information(j)
+        assert free.T.shape == (N, I, I, 1)
+        for name in ("mi_x_a", "h_xa", "h_x", "h_a"):
+            assert torch.equal(getattr(free, name), getattr(full, name)), name
+    assert d._bits is not False
+    # weighted or missing: the full tables
+    w = SelectionData(X, I, y, 3, dtype=dtype, weights=torch.ones(M, dtype=torch.float64))
+    assert w.pair_information(0, classes=False).T.shape[3] == 3
+    Xm = X.clone()
+    Xm[0, 1] = -1
+    assert SelectionData(Xm, I, y, 3, dtype=dtype).pair_information(0, classes=False).T.shape[3] == 3
+    # bitsets beyond a quarter of the budget: class-free bincounts, the same values
+    Xb, yb = torch.as_tensor(rng.integers(0, I, (20000, N))), torch.as_tensor(rng.integers(0, 3, 20000))
+    ref = SelectionData(Xb, I, yb, 3, dtype=dtype).pair_information(4).mi_x_a
+    with tp.config_context(memory_budget=2**16):
+        small = SelectionData(Xb, I, yb, 3, dtype=dtype)
+        got = small.pair_information(4, classes=False)
+        assert small._bits is False and got.T.shape == (N, I, I, 1)
+        assert torch.equal(got.mi_x_a, ref)

@@ -4,9 +4,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .._config import get_config
+from .._device import CPU_BLOCK_BYTES
 from ._spill import SpilledRows
 from ._tables import TableInformation, _complete, joint_table, table_information
 
@@ -90,6 +92,7 @@ class SelectionData:
     _all_pairs: bool = field(default=False, init=False, repr=False)
     _pairs: TableInformation | None = field(default=None, init=False, repr=False)
     _batch: object | None = field(default=None, init=False, repr=False)  # the BatchedSelectionData of a member
+    _bits: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # class-free bitsets (False: none)
 
     def __post_init__(self) -> None:
         # held feature-major (a transposed view of (N, M) memory): every table counts blocks
@@ -359,19 +362,32 @@ class SelectionData:
         fits = M * N * N * 8 <= get_config()["memory_budget"]
         self._all_pairs = N <= 128 and 2 * (k - 1) >= N and fits
 
-    def pair_information(self, j: int) -> TableInformation:
+    def pair_information(self, j: int, classes: bool = True) -> TableInformation:
         """Plug-in quantities of every candidate x against (a = x_j, b = class), divided by ``log_base``.
 
         Parameters
         ----------
         j : int
             Index of the feature playing ``a`` (e.g. the last selected one).
+        classes : bool, default=True
+            False: the caller reads only quantities of (x, x_j) (``h_x``, ``h_a``, ``h_xa``,
+            ``mi_x_a``), which may then come from tables without the class, (N, I, I, 1):
+            the same integer counts summed over the class, so the same values (for
+            unweighted, complete data in memory; otherwise the full tables). On the CPU they
+            are counted from bitsets (below).
 
         Returns
         -------
         TableInformation
             The quantities of the (x, x_j, class) tables of all N candidates, each computed
             when first read.
+
+        Notes
+        -----
+        The class-free tables from bitsets: each (candidate, value) is a bitset over the rows,
+        and the count of (x_c = v, x_j = u) is the population count of the AND of two bitsets.
+        A step then reads N I M / 8 bytes that stay in cache (MNIST-5k: 2.4 MB) instead of
+        making M N scattered histogram updates: about 2 ms against 8 ms per step on MNIST-5k.
         """
         if self._batch is not None:  # a member of a batch: its tables come from the batch's shared counts
             shared = self._batch.pair_information(self, j)
@@ -382,9 +398,41 @@ class SelectionData:
                 self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)
             return _Rows(self._pairs, slice(j * self.n_features, (j + 1) * self.n_features))
         I, C, complete = self.max_card, self.n_classes, self.complete
+        if not classes and complete and not self._weighted and self.stream is None:
+            # class-free tables whichever way this rank counts them (the ranks' shapes agree)
+            bits = self._bitsets()
+            if bits is not None:
+                T = torch.from_numpy(_bitset_pair_tables(bits, j)).to(self.dtype).view(self.n_features, I, I, 1)
+            else:
+                T = joint_table(self.codes, I, self.codes[:, j], I, None, 1, dtype=self.dtype, complete=True)
+            return table_information(self.reduce(T), self.log_base, self.n_rows)
         T = self.count(lambda codes, y, w, dtype: joint_table(codes, I, codes[:, j], I, y, C, weights=w, dtype=dtype,
                                                              complete=complete))
         return table_information(T, self.log_base, self.n_rows)  # quantities computed when first read
+
+    def _bitsets(self) -> np.ndarray | None:
+        """The (candidate, value) bitsets over the rows, (N, I, ceil(M / 64)) uint64, built once; None where not used.
+
+        Built on the CPU when NumPy has ``bitwise_count`` (2.0 or later) and they take at most a
+        quarter of the memory budget.
+        """
+        if self._bits is None:
+            N, I = self.n_features, self.max_card
+            M = int(self.codes.shape[0])
+            words = (M + 63) // 64
+            if (self.codes.device.type != "cpu" or not hasattr(np, "bitwise_count") or M == 0
+                    or N * I * words * 8 > get_config()["memory_budget"] // 4):
+                self._bits = False
+                return None
+            fm = self.codes.T.numpy()  # (N, M): the feature-major memory
+            bits = np.zeros((N, I, words * 8), dtype=np.uint8)
+            step = max(1, CPU_BLOCK_BYTES // max(1, M))
+            for s in range(0, N, step):
+                block = fm[s:s + step]
+                for v in range(I):
+                    bits[s:s + step, v, :(M + 7) // 8] = np.packbits(block == v, axis=1, bitorder="little")
+            self._bits = bits.view(np.uint64)
+        return self._bits if self._bits is not False else None
 
     def _all_pair_tables(self) -> torch.Tensor:
         """(x_c, x_j, class) tables of every (j, c), j-major: (N * N, I, I, n_classes), one counting pass."""
@@ -399,6 +447,19 @@ class SelectionData:
                                complete=complete)
 
         return self.count(tables).view(N * N, I, I, C)
+
+
+def _bitset_pair_tables(bits: np.ndarray, j: int) -> np.ndarray:
+    """Counts (N, I, I) of (x_c = v, x_j = u): population counts of the ANDs of the bitsets ``bits`` (N, I, W)."""
+    N, I, W = bits.shape
+    flat = bits.reshape(N * I, W)
+    out = np.empty((N * I, I), dtype=np.int64)
+    step = max(1, CPU_BLOCK_BYTES // (8 * W))  # the AND of a block stays in cache
+    for s in range(0, N * I, step):
+        block = flat[s:s + step]
+        for u in range(I):
+            out[s:s + step, u] = np.bitwise_count(block & bits[j, u]).sum(1, dtype=np.int64)
+    return out.reshape(N, I, I)
 
 
 class _Rows:

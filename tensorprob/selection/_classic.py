@@ -93,7 +93,8 @@ class LinearCriterion(_SumsCriterion):
 
     def update(self, j: int) -> None:
         if self.beta is not None or self.gamma is not None:
-            q = self.data.pair_information(j)  # only the quantities read below are computed
+            # only the quantities read below are computed; without gamma, only I(X_m; X_j)
+            q = self.data.pair_information(j, classes=self.gamma is not None)
             if self.beta is not None:
                 self.sum_mi += q.mi_x_a
             if self.gamma is not None:
