@@ -344,7 +344,13 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     present[idx, 0] = True
     present[idx, span - 1] = True
     wide = span > 2
-    if bool(wide.any()):
+    if bool(wide.any()) and R <= 8:  # few values: one vectorized comparison pass per inner value
+        for v in range(1, R - 1):
+            seen = np.zeros(N, dtype=bool)
+            for a in range(0, X.shape[0], step):
+                seen |= (codes[a:a + step] == v).any(axis=0)
+            present[:, v] = torch.from_numpy(seen)
+    elif bool(wide.any()):
         cols = torch.nonzero(wide).squeeze(1)
         col_base = (torch.arange(cols.numel(), dtype=torch.int32) * R)[None, :]
         hits = torch.zeros(cols.numel() * R, dtype=torch.int64)
