@@ -22,16 +22,21 @@ def _data(missing: float, seed: int = 0):
 
 
 @pytest.mark.parametrize("method", _CLASSIC)
-@pytest.mark.parametrize("missing", [0.0, 0.1])
-def test_all_pairs_path_equals_the_per_step_path(method, missing, monkeypatch, device, dtype):
-    # k = N: the run plans the all-pairs pass; with plan() disabled every step counts its own tables
+@pytest.mark.parametrize("missing, weights", [(0.0, None), (0.1, None), (0.0, "integral"), (0.1, "integral"),
+                                              (0.0, "fractional")])
+def test_all_pairs_path_equals_the_per_step_path(method, missing, weights, monkeypatch, device, dtype):
+    # k = N: the run plans the all-pairs pass (one-hot products per class; bincounts for fractional
+    # weights); with plan() disabled every step counts its own tables
     X, y = _data(missing)
     kw = dict(k=14, device=device, dtype=dtype)
     if missing:
         kw["discretizer"] = None  # integral floats with NaN: categories
-    fast = get_selector(method)(**kw).fit(X, y)
+    rng = np.random.default_rng(1)
+    fit = {} if weights is None else {"sample_weight": rng.poisson(1.0, len(y)).astype(float) if weights == "integral"
+                                      else rng.gamma(1.0, 1.0, len(y))}
+    fast = get_selector(method)(**kw).fit(X, y, **fit)
     monkeypatch.setattr(SelectionData, "plan", lambda self, k: None)
-    slow = get_selector(method)(**kw).fit(X, y)
+    slow = get_selector(method)(**kw).fit(X, y, **fit)
     np.testing.assert_array_equal(fast.selected_, slow.selected_)
     np.testing.assert_array_equal(fast.scores_, slow.scores_)  # the same float64 operations per table
 

@@ -1,4 +1,5 @@
 """The one tie rule (lowest_argmax) and the greedy driver."""
+import numpy as np
 import pytest
 import torch
 
@@ -29,3 +30,23 @@ def test_lowest_argmax_ties_go_to_the_lowest_index(dt):
 def test_tolerance_is_relative_to_the_dtype():
     assert tie_tolerance(torch.float64) == 1e-12
     assert tie_tolerance(torch.float32) == 256 * torch.finfo(torch.float32).eps
+
+
+def test_cpu_pick_equals_the_device_rule(dtype):
+    """The greedy step's pick on the CPU (NumPy) follows lowest_argmax_device exactly: ties, NaN, unavailable."""
+
+    from tensorprob.selection._greedy import _pick, lowest_argmax_device, tie_tolerance
+
+    rng = np.random.default_rng(0)
+    tol = tie_tolerance(dtype)
+    for trial in range(300):
+        n = int(rng.integers(1, 12))
+        s = torch.as_tensor(rng.choice([0.0, 1.0, -2.5, 3.0, 1e-3], n) * (1 + tol * rng.integers(-2, 3, n) / 2),
+                            dtype=dtype)
+        s[torch.as_tensor(rng.random(n) < 0.2)] = float("nan")
+        a = torch.as_tensor(rng.random(n) < 0.7)
+        a[int(rng.integers(0, n))] = True
+        j, v = lowest_argmax_device(s, a)
+        got = _pick(s, a)
+        assert got[0] == int(j), trial
+        assert got[1] == float(v) or (np.isnan(got[1]) and np.isnan(float(v)))

@@ -14,9 +14,9 @@ compared pick by pick:
   (:func:`tensorprob.selection._greedy.tie_tolerance`, ``2**8 * eps`` relative to
   ``max(|best|, 1)``), and the float32 pick's value must agree with the float64 value of
   that candidate to ``SCORE_TOL``; the later steps are not compared (the paths diverge
-  legitimately). The float64 criterion vector of every step is recorded by wrapping
-  :func:`~tensorprob.selection._greedy.lowest_argmax_device`, through which every greedy
-  step (and SPEC_CMI's ordering) picks.
+  legitimately). The float64 criterion vector of every step is recorded by wrapping the greedy
+  driver's ``_greedy._pick`` and :func:`~tensorprob.selection._greedy.lowest_argmax_device`
+  (SPEC_CMI's ordering).
 
 On the shipped sets no flip occurs (chess at k = 20, optdigits and splice at k = 10 in the fast
 lane, also at k = 20 when checked by hand; MNIST-5k and COIL-20 at k = 10, marked slow);
@@ -86,18 +86,23 @@ def _load(name: str):
 def _fit(X, y, method: str, kwargs: tuple, dtype: str, k: int):
     """Fit on the CPU in ``dtype``; also return the criterion vector (float64 copy) of every step."""
     calls = []
-    orig = _greedy.lowest_argmax_device
+    # the greedy driver picks through _pick (on the CPU without lowest_argmax_device), SPEC_CMI's
+    # ordering through lowest_argmax_device
+    origs = {name: getattr(_greedy, name) for name in ("_pick", "lowest_argmax_device")}
 
-    def recording(scores, available):
-        j, v = orig(scores, available)
-        calls.append((int(available.sum()), scores.detach().to(torch.float64).cpu().numpy().copy()))
-        return j, v
+    def recording(orig):
+        def pick(scores, available):
+            calls.append((int(available.sum()), scores.detach().to(torch.float64).cpu().numpy().copy()))
+            return orig(scores, available)
+        return pick
 
-    _greedy.lowest_argmax_device = recording
+    for name, orig in origs.items():
+        setattr(_greedy, name, recording(orig))
     try:
         sel = get_selector(method)(k, device="cpu", dtype=dtype, **dict(kwargs)).fit(X, y)
     finally:
-        _greedy.lowest_argmax_device = orig
+        for name, orig in origs.items():
+            setattr(_greedy, name, orig)
     # a call refused by the criterion (VMI's restart) leaves the available count unchanged:
     # the step's vector is the last call made with that count
     by_count: dict[int, np.ndarray] = {}

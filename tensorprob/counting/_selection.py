@@ -439,6 +439,8 @@ class SelectionData:
         N, I, C, complete = self.n_features, self.max_card, self.n_classes, self.complete
 
         def tables(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+            if w is None or bool((w == w.round()).all()):  # exact integer sums: the products
+                return _pair_products(codes, I, y, C, w).to(dtype)
             ct = codes.T.to(torch.int32)  # (N, M)
             pair = ct[None, :, :] * I + ct[:, None, :]  # (j, c, M): x_c * I + x_j
             if not complete:
@@ -447,6 +449,36 @@ class SelectionData:
                                complete=complete)
 
         return self.count(tables).view(N * N, I, I, C)
+
+
+def _pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torch.Tensor | None) -> torch.Tensor:
+    """Every (x_c, x_j, class) table, j-major (N * N, I, I, C) float64, as one-hot Gram matrices per class.
+
+    With ``E`` the one-hot codes (rows x (feature, value); a missing code is a row of zeros, so
+    a pair counts only the rows where both are observed), the class-``k`` block of all pair
+    tables is ``E_k^T W_k E_k``: a matrix product of (N I)^2 outputs per class instead of M N^2
+    histogram updates (chess, 36 features: about 1 ms against 9). Float64 sums of integral
+    weights (or of ones) are exact: the same counts as the bincounts. Rows are taken in blocks
+    within the memory budget; rows without a class count nowhere.
+    """
+    M, N = codes.shape
+    dev = codes.device
+    G = torch.zeros(C, N * I, N * I, dtype=torch.float64, device=dev)
+    yk = torch.where(y >= 0, y, torch.full_like(y, C))  # rows without a class: after the last class
+    order = torch.argsort(yk, stable=True)  # rows by class: each class a contiguous run
+    ends = torch.cumsum(torch.bincount(yk, minlength=C + 1), 0).tolist()
+    step = max(1, min(M, get_config()["memory_budget"] // max(1, 16 * N * I)))
+    for k in range(C):
+        for s in range(ends[k - 1] if k else 0, ends[k], step):
+            rows = order[s:min(s + step, ends[k])]
+            x = codes.index_select(0, rows).to(torch.int64)
+            E = torch.zeros(x.shape[0], N, I, dtype=torch.float64, device=dev)
+            E.scatter_(2, x.clamp_min(0).unsqueeze(2), (x >= 0).to(torch.float64).unsqueeze(2))
+            E = E.view(x.shape[0], N * I)
+            wE = E if w is None else E * w.index_select(0, rows).to(torch.float64)[:, None]
+            G[k].addmm_(wE.T, E)
+    # G[k][(c, v), (j, u)] -> (j, c, v, u, k)
+    return G.view(C, N, I, N, I).permute(3, 1, 2, 4, 0).reshape(N * N, I, I, C)
 
 
 def _bitset_pair_tables(bits: np.ndarray, j: int) -> np.ndarray:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .._config import progress_bar
@@ -147,7 +148,20 @@ def lowest_argmax(scores: torch.Tensor, available: torch.Tensor) -> int:
 
 
 def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
-    """Index and value of the pick with one device-to-host transfer (one sync per greedy step)."""
+    """Index and value of the pick with one device-to-host transfer (one sync per greedy step).
+
+    On the CPU the same float64 operations run in NumPy on the tensors' memory: a few
+    microseconds instead of about 50 for six small torch operations, which is what a greedy
+    step costs on small data.
+    """
+    if scores.device.type == "cpu":
+        raw = scores.detach().numpy().astype(np.float64, copy=False)
+        a = available.numpy()
+        s = np.where(a & ~np.isnan(raw), raw, -math.inf)
+        m = s.max()
+        tied = (s >= m - tie_tolerance(scores.dtype) * max(abs(m), 1.0)) & a
+        j = int(np.argmax(tied))  # the first maximum: the lowest tied index
+        return j, float(raw[j])
     j, v = lowest_argmax_device(scores, available)
     jf, value = torch.stack([j.to(torch.float64), v]).tolist()
     return int(jf), value
