@@ -191,6 +191,13 @@ def load(name, args):
     return tp.datasets.load_dataset(name)
 
 
+def _numeric(X) -> bool:
+    """Whether every column of ``X`` (a DataFrame or an array) holds numbers."""
+    if hasattr(X, "dtypes"):
+        return all(pd.api.types.is_numeric_dtype(t) for t in X.dtypes)
+    return np.asarray(X).dtype.kind in "biuf"
+
+
 def make_splits(y, folds, repeats, seed):
     from sklearn.model_selection import RepeatedKFold, RepeatedStratifiedKFold
 
@@ -271,6 +278,8 @@ def run(args, names, tables, discs):
         kmax = min(100, n_feat)
         ks = list(range(10, kmax + 1, args.k_step))
         discrete = bool(meta.get("discrete", False))
+        if not _numeric(X):  # categorical columns (housevotes' y/n): ordinal codes for selectors and classifiers
+            X, discrete = tp.encode(X).codes, True
         splits, stratified = make_splits(y, args.folds, args.repeats, args.seed)
         t_set = time.perf_counter()
         here = dict(methods)
