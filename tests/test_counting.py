@@ -174,3 +174,34 @@ def test_tables_leave_int64_and_fortran_codes_untouched(dtype):
     P = torch.rand(4, 3, 1, 2, dtype=dtype)
     gather_conditional(P, codes, None, y)
     assert torch.equal(codes, before)
+
+
+def test_entropy_of_integer_counts_by_lookup():
+    """Integer tables take n log n from a lookup table: the entropies of the log formula, exact zeros kept."""
+    import torch
+
+    from tensorprob.counting import _tables
+    from tensorprob.counting._tables import entropy_of_counts
+
+    rng = np.random.default_rng(0)
+    T = torch.as_tensor(rng.poisson(3.0, (50, 4, 3, 5)), dtype=torch.float64)
+    T[0] = 0
+    T[1] = 0
+    T[1, 2, 1, 3] = 17  # a constant table
+    frac = T + 0.5  # not integral: the log formula
+
+    def by_logs(c, dims):
+        keep = {0, *dims}
+        other = tuple(d for d in range(1, c.ndim) if d not in keep)
+        c = (c.sum(other) if other else c).reshape(c.shape[0], -1)
+        p = c / c.sum(1, keepdim=True).clamp_min(1e-300)
+        return -(p * torch.log(p.clamp_min(1e-300))).sum(1)
+
+    for dims in ((1,), (1, 2), (1, 2, 3), (2, 3)):
+        h = entropy_of_counts(T, dims)
+        assert h[0] == 0 and h[1] == 0 and not torch.signbit(h[:2]).any()  # empty and constant: exactly +0
+        torch.testing.assert_close(h, by_logs(T, dims), rtol=1e-13, atol=1e-14)
+        torch.testing.assert_close(entropy_of_counts(frac, dims), by_logs(frac, dims), rtol=1e-13, atol=1e-14)
+    big = T * 2**21  # totals above the lookup's range: the log formula
+    assert float(big.sum((1, 2, 3)).max()) > _tables._XLOGX_MAX
+    torch.testing.assert_close(entropy_of_counts(big, (1, 2, 3)), by_logs(T, (1, 2, 3)), rtol=1e-12, atol=1e-13)
