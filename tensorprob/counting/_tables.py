@@ -178,11 +178,13 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     c = c.reshape(c.shape[0], -1).to(torch.float64)
     tot = c.sum(1, keepdim=True)
     top = float(tot.max()) if tot.numel() else 0.0
-    if top <= _XLOGX_MAX and bool((c == c.round()).all()):  # integer counts: n log n looked up
-        L = _xlogx(int(top), c.device)
-        t = tot.squeeze(1).to(torch.int64)
-        s = L[t] - L[c.to(torch.int64)].sum(1)  # n log n - sum_cells c log c = n H
-        return (s / tot.squeeze(1).clamp_min(1.0)).clamp_min_(0.0).add_(0.0)  # a constant table: exactly 0
+    if top <= _XLOGX_MAX:
+        ci = c.to(torch.int64)  # truncated; nonnegative counts are integers iff no total shrinks
+        t = ci.sum(1)
+        if torch.equal(t.to(torch.float64), tot.squeeze(1)):  # integer counts: n log n looked up
+            L = _xlogx(int(top), c.device)
+            s = L.take(t) - L.take(ci).sum(1)  # n log n - sum_cells c log c = n H
+            return (s / tot.squeeze(1).clamp_min(1.0)).clamp_min_(0.0).add_(0.0)  # a constant table: exactly 0
     tiny = torch.finfo(torch.float64).tiny
     p = c / tot.clamp_min(tiny)
     return (-(p * torch.log(p.clamp_min(tiny))).sum(1)).add_(0.0)  # + 0.0: a constant gives 0, not -0
