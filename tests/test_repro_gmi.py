@@ -43,6 +43,7 @@ def script():
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [2, 5])
 def test_exact_bound_matches_monte_carlo(script, m):
     exact = script.oracle_bound(m, 0.8)
@@ -73,6 +74,7 @@ def test_generator_moments(script):
         assert np.allclose(np.cov(Xc.T), [[0.1, 0.05], [0.05, 0.1]], atol=0.005)
 
 
+@pytest.mark.slow
 def test_estimator_near_exact_bound(script, dtype):
     """The global FR estimate on 2,000 points: within a few of its standard deviations (about 0.02) of the bound."""
     exact = script.oracle_bound(2, 0.8)
