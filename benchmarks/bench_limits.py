@@ -92,6 +92,7 @@ def main(argv=None):
                        repeats_help="warm runs per figure, median (default 5)", repeats=5)
     ap.add_argument("--datasets", default="chess,mnist,coil20,planted-100k")
     ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--note", default="", help="conditions of the run, written in the report (other load, ...)")
     args = SCRIPT.parse(ap, argv)
     names = ["chess", "mnist"] if args.quick else [d for d in args.datasets.split(",") if d]
     methods = ["MRMR", "JMI"] if args.quick else [m for m in args.methods.split(",") if m]
@@ -136,9 +137,13 @@ def main(argv=None):
     from _common import write_csv
 
     write_csv(path, [{**r, "commit": SCRIPT.commit} for r in rows])
-    print(markdown(rows, ["data", "method", "k", "threads", "what", "measured_ms", "limit_ms", "ratio",
-                          "bandwidth_GBs", "scatter_Mps"]))
-    print(f"\nwrote {path}")
+    table = markdown(rows, ["data", "method", "k", "threads", "what", "measured_ms", "limit_ms", "ratio",
+                            "bandwidth_GBs", "scatter_Mps"])
+    print(table)
+    md = path[:-4] + ".md"
+    with open(md, "w") as f:
+        f.write(f"{SCRIPT.header()}; median of {reps} warm runs; {args.note}\n\n{table}\n")
+    print(f"\nwrote {path} and {md}")
 
 
 if __name__ == "__main__":
