@@ -216,6 +216,7 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
                               **{f"{m} seconds": float(res.loc[res["method"] == m, "select_seconds"].iloc[0])
                                  for m in sel},
                               first_picks="" if g is None else " ".join(map(str, g.selected_[:5]))))
+        rank_rows[-1]["split_seconds"] = time.perf_counter() - ts
         print(f"{name} split {i}: rank {rec['rank']}{' (top of grid)' if rec['top_of_grid'] else ''}, "
               f"{time.perf_counter() - ts:.0f} s", flush=True)
         save()
@@ -225,6 +226,20 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
             "categorical": "yes" if all(meta["categorical"]) else "no (5 equal-width bins)",
             "k": f"1..{K}", "paper K": PAPER_K[name], "splits": n_rep, "minutes": (time.perf_counter() - t0) / 60}
     return info
+
+
+def split_seconds(rank_rows, name) -> float:
+    """Wall seconds of a data set's splits (rows without a split time: CV plus selection seconds)."""
+    total = 0.0
+    for r in rank_rows:
+        if r["dataset"] != name:
+            continue
+        t = r.get("split_seconds")
+        if t is None or (isinstance(t, float) and math.isnan(t)):
+            t = float(r.get("cv_seconds") or 0) + sum(float(v) for c, v in r.items()
+                                                       if c.endswith(" seconds") and not pd.isna(v))
+        total += float(t)
+    return total
 
 
 # ------------------------------------------------------------------ report
@@ -459,7 +474,6 @@ def main(argv=None):
         names, args.repeats, args.kmax, args.rank, args.n_samples = ["chess"], 2, 6, "10", 1000
         args.repeats_by, args.remodel_datasets = "", ["chess"]
     recorded, skipped = None, []
-    started = time.perf_counter()
     if args.from_csv:
         res = SCRIPT.read_csv("")
         ranks = SCRIPT.read_csv("ranks")
@@ -467,15 +481,15 @@ def main(argv=None):
         info, total, recorded = SCRIPT.read_meta()
         names = [n for n in names if n in set(res["dataset"])]
     else:
-        res_parts, rank_rows, info, done, total0 = [], [], [], set(), 0.0
+        res_parts, rank_rows, info, done = [], [], [], set()
         if args.resume:
             old, old_ranks = SCRIPT.read_csv(""), SCRIPT.read_csv("ranks")
             if old is not None and old_ranks is not None:
                 res_parts.append(old)
                 rank_rows = old_ranks.to_dict("records")
                 done = {(r["dataset"], int(r["split"])) for r in rank_rows}
-                old_info, total0, _ = SCRIPT.read_meta()
-                info = [r for r in old_info if r["dataset"] not in names]
+                if os.path.exists(SCRIPT.path("data")):
+                    info = [r for r in SCRIPT.read_meta()[0] if r["dataset"] not in names]
 
         def save():
             SCRIPT.write_csv("", pd.concat(res_parts, ignore_index=True)[
@@ -487,12 +501,10 @@ def main(argv=None):
             if inf is None:
                 skipped.append(name)
                 continue
-            if args.resume:  # minutes of the earlier invocations of this data set are not known: keep the larger
-                inf["minutes"] = max(inf["minutes"], next((float(r["minutes"]) for r in info
-                                                           if r["dataset"] == name), 0.0))
+            inf["minutes"] = split_seconds(rank_rows, name) / 60  # every split, earlier invocations included
             info = [r for r in info if r["dataset"] != name] + [inf]
             print(f"{name}: {inf['minutes']:.1f} min", flush=True)
-        total = total0 + time.perf_counter() - started
+        total = sum(split_seconds(rank_rows, r["dataset"]) for r in info)
         SCRIPT.write_meta(info, total)
         res = pd.concat(res_parts, ignore_index=True)
         ranks = pd.DataFrame(rank_rows)
