@@ -271,7 +271,7 @@ def save_plots(res):
 
 
 def _pm(m, s):
-    return f"{m:.1f} ± {s:.1f}"
+    return f"{m:.1f}" if s != s else f"{m:.1f} ± {s:.1f}"  # one split: no spread
 
 
 def split_means(d):
@@ -295,7 +295,7 @@ def lead_rows(res, names, main_input):
                 piv = d[d["split"].isin(common)].groupby(["k", "method"])["accuracy"].mean().unstack("method")
                 wins_k = int((piv[v] > piv[b]).sum())
                 row[f"vs {b}: points (mean over k) ± sd over splits"] = _pm(diff.mean(), diff.std(ddof=1)
-                                                                            if len(diff) > 1 else 0.0)
+                                                                            if len(diff) > 1 else float("nan"))
                 row[f"vs {b}: splits ahead"] = f"{int((diff > 0).sum())}/{len(diff)}"
                 row[f"vs {b}: k ahead"] = f"{wins_k}/{len(piv)}"
                 ok &= bool(diff.mean() > 0 and wins_k >= 0.8 * len(piv))
@@ -347,7 +347,7 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
     red = []
     for it in info:
         if int(it["splits"]) != 10:
-            red.append(f"{it['dataset']}: {it['splits']} splits instead of 10")
+            red.append(f"{it['dataset']}: {it['splits']} split{'s' if int(it['splits']) > 1 else ''} instead of 10")
     if args.kmax:
         red.append(f"k up to {args.kmax} instead of the paper's K")
     if args.rank != "cv":
@@ -408,7 +408,7 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
                 s = d[(d["input"] == inp) & (d["method"] == m)].set_index("k")
                 row = {"method": m, "splits": int(sm.loc[m].notna().sum()),
                        f"mean over k = 1..{K}": _pm(float(sm.loc[m].mean()), float(sm.loc[m].std(ddof=1))
-                                                    if sm.loc[m].notna().sum() > 1 else 0.0)}
+                                                    if sm.loc[m].notna().sum() > 1 else float("nan"))}
                 for k in ks:
                     row[f"k = {k}{' (paper K)' if k == K else ''}"] = _pm(s.loc[k, "mean"], s.loc[k, "std"])
                 row["best k (accuracy)"] = f"{int(s['mean'].idxmax())} ({s['mean'].max():.1f})"
