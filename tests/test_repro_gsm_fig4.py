@@ -1,0 +1,89 @@
+"""The logic of ``benchmarks/repro_gsm_fig4.py`` that decides what runs: the rank grid's growth, the
+chosen rank, per-data-set split counts, COIL-20's absence, and the lead table's arithmetic."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def script():
+    """The benchmark script as a module (its import sets thread variables; they are restored)."""
+    saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    path = os.path.join(ROOT, "benchmarks", "repro_gsm_fig4.py")
+    sys.path.insert(0, os.path.dirname(path))
+    argv, sys.argv = sys.argv, [path]
+    try:
+        spec = importlib.util.spec_from_file_location("repro_gsm_fig4_under_test", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.argv = argv
+        sys.path.remove(os.path.dirname(path))
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return mod
+
+
+def test_next_rank_grows_by_half_to_a_multiple_of_ten(script):
+    assert [script.next_rank(r) for r in (30, 40, 80, 120, 180)] == [50, 60, 120, 180, 270]
+
+
+def test_grid_grows_only_while_the_error_falls_at_its_top(script):
+    ranks = [5, 10, 20, 40, 80]
+    assert script.grow_grid(ranks, [0.4, 0.3, 0.2, 0.1, 0.05], 180) == 120  # still falling at 80
+    assert script.grow_grid(ranks, [0.4, 0.3, 0.2, 0.1, 0.12], 180) is None  # turned up after 40
+    assert script.grow_grid(ranks, [0.4, 0.3, 0.2, 0.1, 0.1], 180) is None  # flat: the smaller rank wins
+    assert script.grow_grid(ranks + [120], [0.4, 0.3, 0.2, 0.1, 0.05, 0.04], 180) == 180
+    assert script.grow_grid(ranks + [120, 180], [0.4, 0.3, 0.2, 0.1, 0.05, 0.04, 0.03], 180) is None  # cap
+    assert script.grow_grid(ranks, [0.4, 0.3, 0.2, 0.1, 0.05], 0) is None  # no growth
+    # order of the ranks does not matter (an appended rank may come from a later call)
+    assert script.grow_grid([80, 5, 40], [0.05, 0.4, 0.1], 180) == 120
+
+
+def test_chosen_rank_flags_the_top_of_the_grid(script):
+    assert script.chosen_rank([5, 10, 20], [0.3, 0.1, 0.2]) == (10, False)
+    assert script.chosen_rank([5, 10, 20], [0.3, 0.2, 0.1]) == (20, True)
+    assert script.chosen_rank([5, 10, 20], [0.3, 0.1, 0.1]) == (10, False)
+
+
+def test_repeats_by_data_set(script):
+    args = SimpleNamespace(repeats=10, repeats_by="mnist=5, coil20=3")
+    assert [script.repeats_for(args, n) for n in ("chess", "mnist", "coil20")] == [10, 5, 3]
+
+
+def test_coil20_absent_is_skipped_with_a_message(script, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TENSORPROB_DATA", str(tmp_path))
+    assert script.load("coil20") is None
+    assert "coil20: skipped" in capsys.readouterr().out
+
+
+def test_paper_k_is_30_on_chess(script):
+    assert script.PAPER_K == {"chess": 30, "mnist": 50, "coil20": 50}
+
+
+def test_lead_rows(script):
+    rows = []
+    for split in range(2):
+        for k in range(1, 11):
+            for m, acc in ((script.GSM, 0.8), ("MRMR", 0.7), ("JMIM", 0.75 if k > 1 else 0.9)):
+                rows.append({"dataset": "mnist", "input": "codes", "method": m, "split": split, "k": k,
+                             "accuracy": acc})
+    out = script.lead_rows(pd.DataFrame(rows), ["mnist"], "codes")
+    assert len(out) == 1 and out[0]["variant"] == script.GSM
+    assert out[0]["vs MRMR: k ahead"] == "10/10" and out[0]["vs JMIM: k ahead"] == "9/10"
+    assert out[0]["vs MRMR: splits ahead"] == "2/2"
+    gap = float(out[0]["vs JMIM: points (mean over k) ± sd over splits"].split(" ")[0])
+    assert np.isclose(gap, 100 * (0.8 - (0.9 + 9 * 0.75) / 10), atol=0.05)
+    assert out[0]["clear lead"] == "yes"
