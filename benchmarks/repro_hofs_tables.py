@@ -1,7 +1,7 @@
 """Reproduction of paper 002 (HOFS, Wu, Gupta & Bajaj), Tables 1, 2 and 4 and the tree model of section 6.1.
 
     python benchmarks/repro_hofs_tables.py [--quick] [--repeats 1] [--folds 10] [--max-splits 0]
-        [--datasets splice,optdigits,spambase,madelon,lung] [--k-step 0] [--select-on-all lung]
+        [--datasets splice,optdigits,spambase,madelon,lung] [--k-step 0] [--select-on-all lung] [--loo-below 100]
         [--data-home DIR] [--spec-cmi-max-features 1000] [--tree-samples 100000] [--threads 1] [--from-csv]
 
 Table 2: mean CV error (%) of a linear SVM over k = 10..min(100, N) selected features for VMI
@@ -110,7 +110,7 @@ def splits_of(y, args):
     """The splits of ``cv_protocol`` (leave-one-out below 100 samples), cut to ``--max-splits``."""
     from sklearn.model_selection import LeaveOneOut, RepeatedStratifiedKFold
 
-    if len(y) < 100:
+    if len(y) < args.loo_below:
         sp = list(LeaveOneOut().split(np.zeros(len(y))))
     else:
         sp = list(RepeatedStratifiedKFold(n_splits=args.folds, n_repeats=args.repeats,
@@ -163,7 +163,7 @@ def compute(args, names):
         info.append({"dataset": name, "paper name": NAMES[name],
                      "paper N/M/C": "/".join(map(str, PAPER_T1[name][:3])),
                      "ours samples/features/classes": f"{n}/{m_feat}/{meta['n_classes']}",
-                     "CV": ("leave-one-out" if n < 100 else f"{args.folds}-fold x {args.repeats}")
+                     "CV": ("leave-one-out" if n < args.loo_below else f"{args.folds}-fold x {args.repeats}")
                      + (f", first {len(splits)} of {n_all} splits" if len(splits) < n_all else ""),
                      "selection": "once on all rows" if on_all else "in each training fold",
                      "k grid": f"{grid[0]}..{grid[-1]} step {step} ({len(grid)} values)",
@@ -226,6 +226,7 @@ def main(argv=None):
     ap = SCRIPT.parser(quick="smoke test: spambase, 2 folds, k step 20, tree on 20,000 samples",
                        from_csv=True, repeats=1, repeats_help="repeats of the stratified CV (paper: 1)")
     ap.add_argument("--folds", type=int, default=10, help="CV folds (paper: 10; leave-one-out below 100 samples)")
+    ap.add_argument("--loo-below", type=int, default=100, help="leave-one-out below this many samples (paper: 100)")
     ap.add_argument("--max-splits", type=int, default=0, help="score only the first F splits (0: all)")
     ap.add_argument("--k-step", type=int, default=0, help="step of the k grid (0: 1 up to 100 features, else 10)")
     ap.add_argument("--datasets", default=",".join(OURS), help="comma-separated subset of " + ",".join(OURS))
