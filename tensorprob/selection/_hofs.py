@@ -20,7 +20,9 @@ difference of the two conditional entropies is "balanced" (section 4.5) and the 
 biases of the linear ICA model cancel; ``conditional="plugin"`` uses the plug-in
 ``H^(x_i, y) - H^(x_i)`` on the bins, as the authors' R package. With the plug-in, every
 conditional term carries ``-I^(x_i; y)`` plus the (larger) linear-model entropy, and on the
-tree model of section 6.1 it picks the weakest features first and mixes the subsets. ``H(y | X_g, x_i)`` comes from the incremental ICA of eq. 24:
+tree model of section 6.1 it takes the weakest features (x8, x9) right after x1, x2, so the third
+subset is opened by a child instead of x3, while the default gives the paper's order on the same
+draws (evidence: ``tests/test_hofs_tree.py::test_plugin_conditional_loses_the_tree``). ``H(y | X_g, x_i)`` comes from the incremental ICA of eq. 24:
 the unmixing matrix of ``(X_g, x_i, y)`` is lower triangular and only its last row, the
 one of y, is learned (infomax likelihood with the logistic CDF, eq. 10-11; see
 :mod:`tensorprob.information._ica`), for every candidate i at once. With ``s_y`` the new
@@ -32,7 +34,10 @@ Sign. Paper eq. 24 writes ``-H(X_g u x_i) + H(X_g u x_i u y)`` in its first line
 definition of conditional entropy gives ``+H(X_g u x_i) - H(X_g u x_i u y)``; its final
 expression ``+ H(s_y) + log a`` therefore has the opposite sign of the correct
 ``- H(s_y) - log a = - H(s_y) + log W_yy``. tensorprob uses the correct sign (the paper's
-would reward candidates that leave y *less* predictable).
+would reward candidates that leave y *less* predictable). Evidence: the algebra above (the
+paper's own eq. 20 defines the term as ``H(X | x_i) - H(X | x_i, y)``, which is >= 0), and with the
+corrected sign the tree model of section 6.1 gives the paper's subsets and order
+(``tests/test_hofs_tree.py``).
 
 Discrete labels. y enters the ICA as the number ``y' = (c + U) / C`` for class code c of C
 classes, ``U ~ Uniform(0, 1)`` drawn once (seeded): a dithered embedding with density, for
@@ -40,12 +45,17 @@ which ``h(y' | .) = H(y | .) - log C`` exactly. So ``H(y | X_g, x_i) = h^(r) + l
 h^ is the corrected m-spacing estimator (consistent), and ``h(r) + log C >= H(y | X_g, x_i)``
 for every row (the estimate is an upper bound on the conditional entropy, so each term is a
 lower bound of the linear-ICA kind). The ordering of the classes in this embedding is their
-sorted order, as in the authors' code, which treats y as a numeric column.
+sorted order, as in the authors' code, which treats y as a numeric column. Why not y as it is:
+``H(s_y)`` and ``log |W|`` in eq. 24 are differential quantities, and the conditional differential
+entropy of a label with C values is ``-inf`` (it has no density), so without an embedding with a
+density they bear no fixed relation to the Shannon ``H(y | .)`` of eq. 20; the dither gives one,
+with the exact offset ``log C``.
 
 Subsets (section 4.7, eq. 26-27). A newly selected feature joins the subset with the
 largest mean signed Pearson correlation between it and the subset's members if that
 maximum exceeds ``threshold`` (default 0.2, the R package's value); otherwise it starts a
-new subset.
+new subset. Eq. 26 prints the covariance; a fixed threshold on it would depend on the features'
+units, so tensorprob uses the correlation, as the authors' R package does.
 
 Only the subset that changed at a step needs new ICA rows; the terms of the other subsets
 are kept from earlier steps.
