@@ -40,7 +40,7 @@ import torch
 from .._config import get_config
 from .._device import chunk_ranges
 from ._selection import SelectionData, feature_major
-from ._tables import joint_table, table_information
+from ._tables import joint_table, one_hot, rows_by_class, table_information
 
 #: Members share each pick's count (and keep the quantities for later steps) when the fraction of
 #: their weights that differ from 1 is at most this: 10-fold training masks (0.1) do, bootstrap
@@ -230,17 +230,13 @@ class BatchedSelectionData:
     def _by_class(self) -> None:
         """Sort the rows by class once, keeping the one-hot codes, codes and float32 weights in that order."""
         M, N = self.codes.shape
-        I, C = self.max_card, self.n_classes
-        y = self.y.to(torch.int64)
-        y = torch.where(y >= 0, y, torch.full_like(y, C))  # a missing class: rows after the last class
-        order = torch.argsort(y, stable=True)
-        self._class_sizes = torch.bincount(y, minlength=C + 1)[:C].tolist()
+        I = self.max_card
+        order, self._class_sizes = rows_by_class(self.y, self.n_classes)  # rows without a class: last
         rows = self._rows_first().index_select(0, order)
-        E = torch.zeros(M, N, I, dtype=torch.float32, device=rows.device)
+        E = torch.empty(M, N * I, dtype=torch.float32, device=rows.device)
         for s, e in chunk_ranges(M, 8 * N, get_config()["memory_budget"] // 4):
-            x = rows[s:e].to(torch.int64)
-            E[s:e].scatter_(2, x.clamp_min(0).unsqueeze(2), (x >= 0).to(torch.float32).unsqueeze(2))
-        self._onehot = E.reshape(M, N * I)  # a missing code: a row of zeros, counted nowhere
+            E[s:e] = one_hot(rows[s:e], I, torch.float32)
+        self._onehot = E  # a missing code: a row of zeros, counted nowhere
         self._sorted_codes = rows
         self._w32 = self.weights.index_select(0, order).to(torch.float32)
 

@@ -10,7 +10,7 @@ import torch
 from .._config import get_config
 from .._device import CPU_BLOCK_BYTES
 from ._spill import SpilledRows
-from ._tables import TableInformation, _complete, joint_table, table_information
+from ._tables import TableInformation, _complete, joint_table, one_hot, rows_by_class, table_information
 
 
 def feature_major(codes: torch.Tensor) -> torch.Tensor:
@@ -464,17 +464,13 @@ def _pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torc
     M, N = codes.shape
     dev = codes.device
     G = torch.zeros(C, N * I, N * I, dtype=torch.float64, device=dev)
-    yk = torch.where(y >= 0, y, torch.full_like(y, C))  # rows without a class: after the last class
-    order = torch.argsort(yk, stable=True)  # rows by class: each class a contiguous run
-    ends = torch.cumsum(torch.bincount(yk, minlength=C + 1), 0).tolist()
+    order, sizes = rows_by_class(y, C)  # each class a contiguous run of rows
+    ends = np.cumsum(sizes).tolist()
     step = max(1, min(M, get_config()["memory_budget"] // max(1, 16 * N * I)))
     for k in range(C):
         for s in range(ends[k - 1] if k else 0, ends[k], step):
             rows = order[s:min(s + step, ends[k])]
-            x = codes.index_select(0, rows).to(torch.int64)
-            E = torch.zeros(x.shape[0], N, I, dtype=torch.float64, device=dev)
-            E.scatter_(2, x.clamp_min(0).unsqueeze(2), (x >= 0).to(torch.float64).unsqueeze(2))
-            E = E.view(x.shape[0], N * I)
+            E = one_hot(codes.index_select(0, rows), I, torch.float64)
             wE = E if w is None else E * w.index_select(0, rows).to(torch.float64)[:, None]
             G[k].addmm_(wE.T, E)
     # G[k][(c, v), (j, u)] -> (j, c, v, u, k)

@@ -149,6 +149,21 @@ def _cpu_index(c: np.ndarray, scale: int, ab: np.ndarray, cand: np.ndarray, fm: 
     return idx
 
 
+def one_hot(x: torch.Tensor, card: int, dtype: torch.dtype) -> torch.Tensor:
+    """One-hot codes (m, n * card) in ``dtype`` of integer codes ``x`` (m, n); a missing (-1) code is a row of zeros."""
+    x = x.to(torch.int64)
+    E = torch.zeros(*x.shape, card, dtype=dtype, device=x.device)
+    E.scatter_(2, x.clamp_min(0).unsqueeze(2), (x >= 0).to(dtype).unsqueeze(2))
+    return E.view(x.shape[0], -1)
+
+
+def rows_by_class(y: torch.Tensor, n_classes: int) -> tuple[torch.Tensor, list[int]]:
+    """Row order sorting ``y`` by class (stable; rows without a class last) and the size of each class's run."""
+    y = y.to(torch.int64)
+    y = torch.where(y >= 0, y, torch.full_like(y, n_classes))
+    return torch.argsort(y, stable=True), torch.bincount(y, minlength=n_classes + 1)[:n_classes].tolist()
+
+
 def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     """Plug-in entropy (nats) of the joint distribution over ``dims`` of each table in the batch.
 
