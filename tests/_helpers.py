@@ -139,3 +139,29 @@ def random_data(seed, M=300, N=8, card=3, C=3):
     y = (X[:, 1] + (X[:, 4] > 0) + rng.integers(0, 2, M)) % C
     X[:, 6] = (X[:, 1] + rng.integers(0, 2, M)) % card  # a redundant copy of a relevant feature
     return X, y
+
+
+def load_benchmark_script(name: str):
+    """``benchmarks/<name>.py`` as a module; its import sets thread variables, which are restored."""
+    import importlib.util
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    path = os.path.join(root, "benchmarks", f"{name}.py")
+    sys.path.insert(0, os.path.dirname(path))
+    argv, sys.argv = sys.argv, [path]
+    try:
+        spec = importlib.util.spec_from_file_location(f"{name}_under_test", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.argv = argv
+        sys.path.remove(os.path.dirname(path))
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return mod

@@ -2,38 +2,18 @@
 chosen rank, per-data-set split counts, COIL-20's absence, and the lead table's arithmetic."""
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _helpers import load_benchmark_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    """The benchmark script as a module (its import sets thread variables; they are restored)."""
-    saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-    path = os.path.join(ROOT, "benchmarks", "repro_gsm_fig4.py")
-    sys.path.insert(0, os.path.dirname(path))
-    argv, sys.argv = sys.argv, [path]
-    try:
-        spec = importlib.util.spec_from_file_location("repro_gsm_fig4_under_test", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.argv = argv
-        sys.path.remove(os.path.dirname(path))
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return mod
+    """The benchmark script as a module."""
+    return load_benchmark_script("repro_gsm_fig4")
 
 
 def test_next_rank_grows_by_half_to_a_multiple_of_ten(script):
