@@ -29,6 +29,7 @@ float64. Counts themselves are exact in either dtype up to 2**24 per cell (float
 """
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import numpy as np
@@ -182,7 +183,7 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
 
     Notes
     -----
-    Integer counts (totals up to ``2**20``) take ``H = (n log n - sum_cells c log c) / n`` with
+    On the CPU, integer counts (totals up to ``2**20``) take ``H = (n log n - sum_cells c log c) / n`` with
     ``m log m`` looked up in a table: a gather instead of a logarithm per cell (1.8x on the
     (x, x_j, class) tables of COIL-20). Other counts take ``-sum p log p``. Every path of the
     library counts the same tables, so both sides of a comparison take the same formula.
@@ -192,7 +193,8 @@ def entropy_of_counts(counts: torch.Tensor, dims: tuple[int, ...]) -> torch.Tens
     c = counts.sum(dim=other) if other else counts
     c = c.reshape(c.shape[0], -1).to(torch.float64)
     tot = c.sum(1, keepdim=True)
-    top = float(tot.max()) if tot.numel() else 0.0
+    # on the CPU only: the range and integrality checks read values back, a sync per call on a GPU
+    top = float(tot.max()) if tot.numel() and c.device.type == "cpu" else math.inf
     if top <= _XLOGX_MAX:
         ci = c.to(torch.int64)  # truncated; nonnegative counts are integers iff no total shrinks
         t = ci.sum(1)
