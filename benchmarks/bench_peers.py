@@ -719,8 +719,9 @@ def main(argv=None):
             f"time limit {args.timeout:g} s per call (CPD fits {args.cpd_timeout:g} s); tensorprob threads "
             f"{args.tp_threads}, peer thread cap {n_peer} (FEAST: 1)"
             + ("\n\n**Quick smoke run:** small subsets, one warm run; not the tables." if q else ""))
-    text = (f"{head}\n\n## Selectors against peers\n\n{table}\n\n## tensorprob selectors (warm median, first call)"
-            f"\n\n{tp_table}\n" + (f"\n## CPD: tensorprob against pomegranate and StepMix\n\n{cpd_table}\n"
+    text = (head + (f"\n\n## Selectors against peers\n\n{table}\n" if rows else "")
+            + (f"\n## tensorprob selectors (warm median, first call)\n\n{tp_table}\n" if wide else "\n")
+            + (f"\n## CPD: tensorprob against pomegranate and StepMix\n\n{cpd_table}\n"
                                    if cpd else "")
             + (f"\n## CPD: chess against pyttb cp_apr\n\n{chess_table}\n" if chess else ""))
     SCRIPT.publish(text)

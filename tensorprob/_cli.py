@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--bins", type=int, default=5, help="equal-width bins for continuous columns")
     f.add_argument("--device", default="auto")
     f.add_argument("--dtype", default=None, choices=[None, "float32", "float64"])
-    f.add_argument("--restarts", type=int, default=1)
+    f.add_argument("--restarts", type=int, default=4)
     f.add_argument("--max-iter", type=int, default=500)
     f.add_argument("--tol", type=float, default=1e-6)
     f.add_argument("--seed", type=int, default=0)

@@ -80,7 +80,7 @@ def test_progress_bars_go_to_stderr_and_keep_json_clean(capsys):
     assert main(["fit-cpd", "wine", "--rank", "2", "--max-iter", "5", "--json", "--progress"]) == 0
     cap = capsys.readouterr()
     json.loads(cap.out)
-    assert "EM (1 model)" in cap.err
+    assert "EM (4 models)" in cap.err  # one model, four batched starts (the default --restarts)
     assert main(["select", "wine", "-k", "3", "--json", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
 

@@ -142,7 +142,35 @@ def test_batched_fits_equal_one_by_one():
         np.testing.assert_allclose(batch[k].loglik_history_, single.loglik_history_, atol=1e-10)
     # restarts: the best of n_restarts equals the best of the separate starts
     best = tp.fit_cpd(s.X, rank=4, n_restarts=3, **kw)
-    assert best.loglik_history_[-1] >= tp.fit_cpd(s.X, rank=4, **kw).loglik_history_[-1] - 1e-12
+    assert best.loglik_history_[-1] >= tp.fit_cpd(s.X, rank=4, n_restarts=1, **kw).loglik_history_[-1] - 1e-12
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_default_fit_keeps_the_best_of_four_starts(dtype):
+    s = make_latent_class(2000, [3, 4, 2, 5, 3], 4, random_state=6)
+    finals = []
+    m = tp.fit_cpd(s.X, rank=4, random_state=3, n_iter_max=60, dtype=dtype,
+                   callback=lambda it, ll: finals.append(np.asarray(ll).copy()))
+    assert finals[-1].shape == (4,)  # four starts in one batch by default
+    assert m.loglik_history_[-1] == finals[-1].max() or np.isclose(m.loglik_history_[-1], finals[-1].max(),
+                                                                  rtol=np.finfo(finals[-1].dtype).eps ** (2 / 3))
+    one = tp.fit_cpd(s.X, rank=4, random_state=3, n_iter_max=60, dtype=dtype, n_restarts=1)
+    assert m.loglik_history_[-1] >= one.loglik_history_[-1]  # start 0 of the four is the single fit
+    assert tp.CPD().n_restarts == 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_best_restart_ignores_rounding_ties(dtype):
+    from tensorprob.cpd._fit import best_restart
+
+    eps = np.finfo(dtype).eps
+    tie = np.array([-10.0, -10.0 * (1 - 4 * eps), -12.0], dtype=dtype)  # starts 0 and 1: one optimum
+    assert best_restart(tie) == 0
+    assert best_restart(tie[::-1].copy()) == 1
+    close = np.array([-10.0, -10.0 * (1 - 1e-4), -10.0], dtype=dtype)  # apart beyond rounding
+    assert best_restart(close) == 1
+    assert best_restart(np.array([np.nan, -3.0, -np.inf], dtype=dtype)) == 1
+    assert best_restart(np.array([np.nan, np.nan], dtype=dtype)) == 0
 
 
 def test_same_seed_same_model():

@@ -86,7 +86,7 @@ class CPD(BaseEstimator):
         "random_state": ["random_state", torch.Generator],
     }
 
-    def __init__(self, rank: int = 20, *, n_restarts: int = 1, n_iter_max: int = 500, tol: float = 1e-6,
+    def __init__(self, rank: int = 20, *, n_restarts: int = 4, n_iter_max: int = 500, tol: float = 1e-6,
                  alpha: float = 0.0, init: str = "kmeans++", cardinalities: Any = None, discretizer: Any = "uniform",
                  n_bins: int = 5, missing_values: Any = None, device: Any = "auto", dtype: Any = None,
                  random_state: RandomStateLike = None) -> None:

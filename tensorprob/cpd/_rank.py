@@ -75,7 +75,7 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
         Number of stratified folds (shuffled with ``random_state``).
     %(device)s
     %(dtype)s
-    %(n_restarts)s
+    %(n_restarts_rank)s
     n_iter_max : int, default=200
         Largest number of expectation-maximization (EM) iterations (M-steps) per model.
     %(tol)s
