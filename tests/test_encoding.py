@@ -180,7 +180,7 @@ def test_encoder_rejects_complex_and_sparse_input():
 
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(11))
 def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch):
     # the vectorized path for 2-D integer arrays (one presence table, no per-column sort) gives
     # the codes, categories and kinds of the per-column path: gaps, negative values, wide and
@@ -201,7 +201,10 @@ def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch)
          (2**60 + np.abs(X[:, [0, 1, 3]])).astype(np.uint64),  # beyond float64's integers
          # spans of at most 8 values, with gaps (the comparison path of the presence check)
          np.stack([rng.integers(0, 3, 500) * 2, rng.integers(1, 4, 500), rng.integers(0, 2, 500) * 7,
-                   rng.integers(0, 8, 500)], 1)][seed]
+                   rng.integers(0, 8, 500)], 1),
+         # x - min in the input's own dtype: negative minima, spans near the dtype's limit, gaps
+         np.stack([rng.integers(-128, -120, 500), rng.integers(-64, 64, 500), rng.integers(0, 3, 500) * 60 - 128,
+                   np.full(500, -128)], 1).astype(np.int8)][seed]
     before = X.copy()
     fast = tp.Encoder(discretizer="uniform")
     codes = fast.fit_transform(X)

@@ -334,7 +334,10 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     # x - min written narrow in one NumPy pass (its casting loops are several times faster than a
     # torch int64 temporary and a conversion), row blocks within the memory budget
     step = chunk_rows(16 * N, X.shape[0], min(get_config()["memory_budget"], 32 * 2**20))
-    lo_np = lo.numpy()  # int64: x - min computed wide (a narrow input could wrap), then written narrow
+    # x - min lies in [0, span - 1]: computed in X's own dtype it is exact whenever span - 1 fits
+    # that dtype (modular arithmetic), several times cheaper than widening every element to int64
+    same = R - 1 <= np.iinfo(X.dtype).max
+    lo_np = lo.numpy().astype(X.dtype) if same else lo.numpy()
     for a in range(0, X.shape[0], step):
         np.subtract(X[a:a + step], lo_np, out=codes[a:a + step], casting="unsafe")
     # which values occur: a column's minimum and maximum do; the values between them are
@@ -362,11 +365,12 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     present &= torch.arange(R)[None, :] < span[:, None]
     counts = present.sum(1)
     ok = counts <= limit
-    if not bool((counts == span).all()):  # gaps: renumber the values that occur, 0 .. count - 1
-        col_base = (torch.arange(N, dtype=torch.int64) * R)[None, :]
-        lut = (torch.cumsum(present.to(torch.int64), 1) - 1).to(out_t.dtype).view(-1)
+    gaps = np.flatnonzero((counts != span).numpy())
+    if gaps.size:  # renumber the values that occur, 0 .. count - 1, in the columns with gaps only
+        lut = (np.cumsum(present.numpy()[gaps], 1) - 1).astype(codes.dtype).ravel()  # (G * R,)
+        col_base = (np.arange(gaps.size, dtype=np.intp) * R)[None, :]
         for a in range(0, X.shape[0], step):
-            out_t[a:a + step] = lut[out_t[a:a + step].to(torch.int64) + col_base]
+            codes[a:a + step, gaps] = lut[codes[a:a + step, gaps].astype(np.intp) + col_base]
     col, val = np.nonzero(present.numpy())  # row-major: the values of each column, sorted
     values = (val + lo.numpy()[col]).astype(dtype)
     ends = np.cumsum(counts.numpy()).tolist()
