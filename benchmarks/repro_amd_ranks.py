@@ -604,7 +604,12 @@ def main(argv=None):
             per_fold["discretizer"] = "mdl"
         per_fold = per_fold[per_fold["dataset"].isin(names)]
         meta = read_parts("data")
-        args.run_commit = str(meta["commit"].iloc[0]) if "commit" in meta and len(meta) else None
+        args.run_commit = None
+        if "commit" in meta and len(meta):  # one commit, or each commit with the data sets it ran
+            mine = meta[meta["dataset"].isin(names)].drop_duplicates("dataset", keep="last")
+            by = {c: sorted(set(g["dataset"])) for c, g in mine.groupby("commit", sort=False)}
+            args.run_commit = (next(iter(by)) if len(by) == 1 else
+                               "; ".join(f"{c} ({', '.join(ds)})" for c, ds in by.items()))
         meta = meta.drop(columns=[c for c in ("commit", "total_minutes") if c in meta]).drop_duplicates("dataset",
                                                                                                         keep="last")
         info = [r for r in meta.to_dict("records") if r["dataset"] in names]
