@@ -31,6 +31,10 @@ _DEFAULTS: dict[str, Any] = {
     "device": "auto",
     # What dtype=None means: None (float64 on the CPU, float32 on CUDA), "float32" or "float64".
     "dtype": None,
+    # torch intra-op threads while a selector fits on the CPU (None: torch's own setting). One
+    # thread: about as fast as two on a quiet 2-core machine and steady when a core is busy,
+    # where two threads lose 3.7x (geometric mean; README, "Speed on the CPU").
+    "cpu_threads": 1,
 }
 _global: dict[str, Any] = dict(_DEFAULTS)
 _lock = threading.Lock()  # guards writes to the process-wide values
@@ -57,7 +61,9 @@ def get_config() -> dict[str, Any]:
         the setting is accepted and no bar is shown), ``device`` (what ``device="auto"`` resolves
         to: ``"auto"`` picks CUDA when available, or a fixed ``"cpu"`` / ``"cuda"`` /
         ``"cuda:N"``) and ``dtype`` (what ``dtype=None`` resolves to: ``None`` gives float64 on
-        the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``).
+        the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``) and
+        ``cpu_threads`` (torch intra-op threads while a selector fits on the CPU, default 1;
+        None leaves torch's setting).
     """
     return dict(_state())
 
@@ -66,7 +72,8 @@ _UNSET: Any = object()
 
 
 def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
-               progress: bool | None = None, device: Any = None, dtype: Any = _UNSET) -> None:
+               progress: bool | None = None, device: Any = None, dtype: Any = _UNSET,
+               cpu_threads: Any = _UNSET) -> None:
     """Set configuration values; ``None`` leaves a value unchanged.
 
     Outside :func:`config_context` the values are process-wide (every thread sees them);
@@ -93,6 +100,15 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
     dtype : {"float32", "float64"}, torch.dtype or None, optional
         What ``dtype=None`` means from now on; ``None`` restores the per-device default
         (float64 on the CPU, float32 on CUDA).
+    cpu_threads : int or None, optional
+        Torch intra-op threads while a selector's ``fit`` runs on the CPU (default 1); the
+        previous count is restored when ``fit`` returns. ``None`` leaves torch's setting
+        (``torch.set_num_threads``). Measured on a 2-core machine (README, "Speed on the
+        CPU"): two threads are 7 % faster than one on a quiet machine (geometric mean over 64
+        runs) but 3.7x slower when another process keeps one core busy (up to 9x), one thread
+        1.3x slower. ``torch.set_num_threads`` is process-wide: selectors fitted at the same
+        time in several threads of one process should agree on the value. The CPD fits keep
+        torch's setting.
 
     See Also
     --------
@@ -121,6 +137,11 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
             from ._device import resolve_dtype
 
             new["dtype"] = str(resolve_dtype(dtype, torch.device("cpu"))).replace("torch.", "")
+    if cpu_threads is not _UNSET:
+        if cpu_threads is not None and (isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int)
+                                        or cpu_threads < 1):
+            raise ValueError(f"cpu_threads must be a positive int or None, got {cpu_threads!r}")
+        new["cpu_threads"] = cpu_threads
     if progress is not None:
         new["progress"] = bool(progress)
     if memory_budget is not None:

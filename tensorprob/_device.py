@@ -10,6 +10,8 @@ on the target device so that draws happen where the data lives.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -73,6 +75,25 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     return dtype
+
+
+@contextmanager
+def cpu_thread_cap(device: torch.device) -> Iterator[None]:
+    """Run a block with torch's intra-op threads at ``get_config()["cpu_threads"]`` on the CPU, then restore them.
+
+    Nothing changes on other devices, with ``cpu_threads=None``, or when torch already runs
+    that many threads.
+    """
+    n = get_config()["cpu_threads"]
+    prev = torch.get_num_threads()
+    if device.type != "cpu" or n is None or n == prev:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)
 
 
 def seed_from_random_state(random_state: RandomStateLike) -> int:

@@ -76,3 +76,45 @@ def test_error_hints_name_existing_options():
     assert "distribution" in inspect.signature(tp.PDA).parameters
     assert {"n_iter_max", "tol"} <= set(inspect.signature(tp.fit_cpd).parameters)
     assert "ranks" in inspect.signature(tp.fit_cpds).parameters
+
+
+def test_selectors_fit_at_the_configured_cpu_threads_and_restore_torch():
+    # a two-core machine with one busy core slows two torch threads 3.7x, one thread 1.3x
+    # (README): selectors fit on one thread by default and give torch its setting back
+    import torch
+
+    from tensorprob.counting import SelectionData
+
+    seen = []
+    relevance = SelectionData.relevance
+
+    def spy(self):
+        seen.append(torch.get_num_threads())
+        return relevance.fget(self)
+
+    X = np.random.default_rng(0).integers(0, 3, (200, 6))
+    y = (X[:, 0] + X[:, 1]) % 3
+    prev = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert tp.get_config()["cpu_threads"] == 1
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(SelectionData, "relevance", property(spy))
+            ref = tp.JMI(k=3, device="cpu").fit(X, y)
+            assert seen[-1] == 1 and torch.get_num_threads() == 2
+            with tp.config_context(cpu_threads=None):  # torch's own setting
+                got = tp.JMI(k=3, device="cpu").fit(X, y)
+            assert seen[-1] == 2
+            with tp.config_context(cpu_threads=2):
+                tp.JMI(k=3, device="cpu").fit(X, y)
+            assert seen[-1] == 2
+            np.testing.assert_array_equal(ref.selected_, got.selected_)
+            with pytest.raises(ValueError, match="single class"):  # restored on errors too
+                tp.JMI(k=3, device="cpu").fit(X, np.zeros(200))
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(prev)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="cpu_threads"):
+            tp.set_config(cpu_threads=bad)
+    assert tp.get_config()["cpu_threads"] == 1

@@ -30,7 +30,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from .._device import resolve_device, resolve_dtype
+from .._device import cpu_thread_cap, resolve_device, resolve_dtype
 from .._docstrings import fill_doc
 from ..counting import SelectionData
 from ..encoding import Encoded, Encoder
@@ -326,10 +326,11 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         """
         self._start_fit()
         chunks = self._stream_input(X, y, sample_weight, resamples)
-        if chunks is not None:
-            selected, scores = self._fit_stream(chunks)
-        else:
-            selected, scores = self._fit(X, y, sample_weight, resamples)
+        with cpu_thread_cap(resolve_device(self.device)):  # get_config()["cpu_threads"]: 1 by default
+            if chunks is not None:
+                selected, scores = self._fit_stream(chunks)
+            else:
+                selected, scores = self._fit(X, y, sample_weight, resamples)
         self.selected_ = np.asarray(selected, dtype=np.int64)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         return self
