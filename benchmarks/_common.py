@@ -481,9 +481,13 @@ def threads_from_argv(argv=None, default: int = 1) -> int:
 
 
 def set_torch_threads(n: int) -> None:
+    """Torch at ``n`` threads, and tensorprob's selectors left at that count (``cpu_threads=None``)."""
     import torch
 
+    import tensorprob as tp
+
     torch.set_num_threads(int(n))
+    tp.set_config(cpu_threads=None)
 
 
 def git_state(path: str = __file__) -> str:

@@ -261,13 +261,15 @@ def tp_label(method: str, opts) -> str:
 
 # ------------------------------------------------------------------ what runs in the child processes
 def cap_threads(n: int) -> None:
-    """Cap BLAS / OpenMP (threadpoolctl) and torch at ``n`` threads in this process."""
+    """Cap BLAS / OpenMP (threadpoolctl) and torch at ``n`` threads in this process (tensorprob's
+    selectors too: ``cpu_threads=None`` keeps torch's count instead of their default of one)."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(int(n))
     import torch
 
     torch.set_num_threads(int(n))
+    tp.set_config(cpu_threads=None)
 
 
 def _feast_call(method: str):
