@@ -684,6 +684,16 @@ class Script:
         path = self.path(part)
         return pd.read_csv(path, **kwargs) if os.path.exists(path) else None
 
+    def merged_rows(self, part: str, new_rows, done) -> list[dict]:
+        """The rows of ``part`` kept from earlier runs (data sets not in ``done``) followed by ``new_rows``.
+
+        For scripts whose data sets can run in separate sessions: each run replaces its own
+        data sets' rows and keeps the others.
+        """
+        old = self.read_csv(part, keep_default_na=False)
+        old = [] if old is None else [r for r in old.to_dict("records") if r["dataset"] not in done]
+        return old + list(new_rows)
+
     def write_meta(self, rows: list[dict], seconds: float, part: str = "data") -> None:
         """Data-set descriptions plus the run's minutes and ``commit``, for ``--from-csv``."""
         self.write_csv(part, [dict(r, total_minutes=seconds / 60, commit=self.commit) for r in rows])

@@ -115,6 +115,7 @@ from _common import (
     machine,
     markdown,
     measure_in_child,
+    set_torch_threads,
     sync,
     warm_median,
 )
@@ -266,10 +267,7 @@ def cap_threads(n: int) -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(int(n))
-    import torch
-
-    torch.set_num_threads(int(n))
-    tp.set_config(cpu_threads=None)
+    set_torch_threads(n)
 
 
 def _feast_call(method: str):

@@ -216,12 +216,6 @@ def tree_experiment(n, seed):
     return out
 
 
-def _merge(part, new_rows, done):
-    old = SCRIPT.read_csv(part, keep_default_na=False)
-    old = [] if old is None else [r for r in old.to_dict("records") if r["dataset"] not in done]
-    return old + list(new_rows)
-
-
 def main(argv=None):
     ap = SCRIPT.parser(quick="smoke test: spambase, 2 folds, k step 20, tree on 20,000 samples",
                        from_csv=True, repeats=1, repeats_help="repeats of the stratified CV (paper: 1)")
@@ -248,10 +242,10 @@ def main(argv=None):
         tree = tree_experiment(args.tree_samples, args.seed) if args.tree_samples else []
         total = time.perf_counter() - started
         done = {i["dataset"] for i in info}
-        SCRIPT.write_csv("", _merge("", rows, done))
-        SCRIPT.write_csv("curves", _merge("curves", curve_rows, done))
-        SCRIPT.write_csv("wtl", _merge("wtl", wtl_rows, done))
-        SCRIPT.write_csv("data", _merge("data", [dict(i, commit=SCRIPT.commit, run_minutes=total / 60)
+        SCRIPT.write_csv("", SCRIPT.merged_rows("", rows, done))
+        SCRIPT.write_csv("curves", SCRIPT.merged_rows("curves", curve_rows, done))
+        SCRIPT.write_csv("wtl", SCRIPT.merged_rows("wtl", wtl_rows, done))
+        SCRIPT.write_csv("data", SCRIPT.merged_rows("data", [dict(i, commit=SCRIPT.commit, run_minutes=total / 60)
                                                  for i in info], done))
         if tree:
             SCRIPT.write_csv("tree", [dict(t, commit=SCRIPT.commit) for t in tree])

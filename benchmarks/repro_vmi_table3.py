@@ -331,13 +331,6 @@ def tree_experiment(n, seed, device="cpu"):
     return rows
 
 
-def _merge(part, new_rows, done):
-    """The rows of ``part`` kept from earlier runs (data sets not in ``done``) followed by ``new_rows``."""
-    old = SCRIPT.read_csv(part, keep_default_na=False)
-    old = [] if old is None else [r for r in old.to_dict("records") if r["dataset"] not in done]
-    return old + list(new_rows)
-
-
 def _read_info():
     df = SCRIPT.read_csv("data", keep_default_na=False)
     if df is None:
@@ -405,17 +398,17 @@ def main(argv=None):
         tree = tree_experiment(args.tree_samples, args.seed, args.device) if args.tree_samples else []
         total = time.perf_counter() - started
         done = {i["dataset"] for i in info}
-        rows = _merge("", rows, done)
-        wtl_rows = _merge("wtl", wtl_rows, done)
+        rows = SCRIPT.merged_rows("", rows, done)
+        wtl_rows = SCRIPT.merged_rows("wtl", wtl_rows, done)
         SCRIPT.write_csv("", rows)
-        SCRIPT.write_csv("curves", _merge("curves", curve_rows, done))
+        SCRIPT.write_csv("curves", SCRIPT.merged_rows("curves", curve_rows, done))
         SCRIPT.write_csv("wtl", wtl_rows)
         info = [dict(r, total_minutes=total / 60, commit=SCRIPT.commit) for r in info]
         if os.path.exists(SCRIPT.path("data")):
-            info = _merge("data", info, done)
+            info = SCRIPT.merged_rows("data", info, done)
         SCRIPT.write_csv("data", info)
         info = _read_info()
-        diag = _merge("diag", diag, done) if (diag or os.path.exists(SCRIPT.path("diag"))) else []
+        diag = SCRIPT.merged_rows("diag", diag, done) if (diag or os.path.exists(SCRIPT.path("diag"))) else []
         if diag:
             SCRIPT.write_csv("diag", diag)
         if tree:
