@@ -167,6 +167,7 @@ def tied(seed, M=200, base=5, copies=4):
     return np.tile(B, copies)[:, rng.permutation(base * copies)], y
 
 
+@pytest.mark.slow  # four seeds of tied copies (seconds); the fast lane keeps the tie tests above
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_lazy_equals_eager_on_exact_ties(variant, dtype, device):
     # a candidate whose bound equals the best exact score may still win the tie by a lower index:

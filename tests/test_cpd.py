@@ -91,6 +91,7 @@ def test_planted_parameter_recovery():
     assert ll_hat > ll_true - 0.01
 
 
+@pytest.mark.slow  # two EM runs to tol 1e-12 (seconds): full suite only
 def test_duplicate_rows_are_merged_into_weights():
     # weights are relative frequencies (rescaled to sum to the rows of positive weight), so a
     # duplicated row and a larger weight agree up to the scale of the initialization's

@@ -117,6 +117,7 @@ def reference():
     return _run(slice(None), False)
 
 
+@pytest.mark.slow  # spawns Gloo processes (about 6 s): full suite only
 def test_two_ranks_uneven_split_match_single_process(reference):
     _check(run_ranks(_job, 2, ([0, 233, M], None)), reference)
 

@@ -64,6 +64,7 @@ def test_peak_memory_follows_the_budget(what):
     assert small < 0.6 * large, (small, large)  # measured 115, 63, 51 MiB at 512 MiB
 
 
+@pytest.mark.slow  # batched fits under a tiny budget (seconds): full suite only
 @pytest.mark.parametrize("init", ["kmeans++", "random"])
 def test_tiny_budget_gives_the_same_fit(init):
     X = np.random.default_rng(1).integers(0, 4, (3000, 8))
