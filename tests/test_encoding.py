@@ -92,6 +92,55 @@ def test_uniform_and_quantile_match_kbins():
         np.testing.assert_array_equal(ours, kb.fit_transform(X).astype(int))
 
 
+@pytest.mark.parametrize("n_bins", [2, 5, 11])
+def test_uniform_edges_equal_sklearn_bit_for_bit(n_bins):
+    # the cut points of all columns at once are the per-column np.linspace of KBinsDiscretizer,
+    # at every scale and offset (including a step that underflows to 0, computed one by one)
+    from tensorprob.encoding._discretize import _uniform_edges
+
+    rng = np.random.default_rng(n_bins)
+    for scale in (1e-300, 1e-8, 1.0, 3.7e5, 1e300):
+        X = rng.standard_normal((40, 25)) * scale + rng.standard_normal(25) * scale * 100
+        kb = KBinsDiscretizer(n_bins=n_bins, encode="ordinal", strategy="uniform", subsample=None).fit(X)
+        ours = _uniform_edges(X.min(0), X.max(0), n_bins)
+        for j in range(X.shape[1]):
+            np.testing.assert_array_equal(ours[j], kb.bin_edges_[j][1:-1])
+    tiny = _uniform_edges(np.array([0.0, 0.0]), np.array([5e-324, 1.0]), n_bins)
+    np.testing.assert_array_equal(tiny[0], np.linspace(0.0, 5e-324, n_bins + 1)[1:-1])
+    np.testing.assert_array_equal(tiny[1], np.linspace(0.0, 1.0, n_bins + 1)[1:-1])
+
+
+def test_bin_codes_equal_searchsorted():
+    # codes of all columns by comparisons = searchsorted(side="right") per column; -1 off the reals
+    from tensorprob.encoding._discretize import _bin_codes
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((2000, 30))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[0, 0], X[1, 1] = np.inf, -np.inf
+    edges = [np.sort(rng.standard_normal(rng.integers(0, 8))) for _ in range(30)]
+    edges[2] = np.array([X[5, 2], X[5, 2]])  # a value equal to (repeated) cut points
+    ref = np.stack([np.searchsorted(e, X[:, j], side="right") for j, e in enumerate(edges)], 1)
+    ref[~np.isfinite(X)] = -1
+    np.testing.assert_array_equal(_bin_codes(X, edges), ref)
+    assert _bin_codes(X[:0], edges).shape == (0, 30)
+
+
+def test_float_array_codes_whole_and_by_column_agree():
+    # a float array continuous as a whole is coded in one pass; a DataFrame of the same columns
+    # (typed column by column) gives the same codes, user missing values and NaN included
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((500, 12))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[::7, 3] = -999.0
+    for kw in ({}, {"missing_values": -999.0}):
+        whole = tp.encode(X, n_bins=4, discretizer="uniform", **kw)
+        frame = tp.encode(pd.DataFrame(X), n_bins=4, discretizer="uniform", **kw)
+        np.testing.assert_array_equal(whole.codes, frame.codes)
+        assert whole.encoder.kinds_ == ["discretized"] * 12
+    assert (tp.encode(X, n_bins=4, discretizer="uniform", missing_values=-999.0).codes[::7, 3] == -1).all()
+
+
 def test_discretize_nan_and_constant_columns():
     X = np.array([[0.0, 1.0], [np.nan, 1.0], [1.0, 1.0], [0.5, 1.0]])
     d = tp.Discretizer(n_bins=2).fit(X)
