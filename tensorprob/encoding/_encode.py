@@ -530,7 +530,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"feature_names has {len(feature_names)} entries but X has {len(cols)} columns")
             names = [str(n) for n in feature_names]
         if names is None:
-            names = [f"x{j}" for j in range(len(cols))]
+            names = list(map("x{}".format, range(len(cols))))
         limit = self.max_categories if self.max_categories is not None else get_config()["max_categories"]
         miss_keys = _missing_keys(self.missing_values)
         kinds: list[str] = []
@@ -555,6 +555,9 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             whole = np.where(_is_missing(whole) | _user_missing(whole, miss_keys), np.nan, whole)
             kinds, cats, lookup = ["discretized"] * len(cols), [None] * len(cols), [None] * len(cols)
             cont_idx = list(range(len(cols)))
+        elif fast is not None and all(f is not None for f in fast):  # every column coded by _small_int_array
+            kinds, cats, lookup = ["categorical"] * len(cols), list(fast), [None] * len(cols)
+            whole = ()  # nothing left for the loop
         for j, col in enumerate(cols if whole is None else ()):
             if fast is not None and fast[j] is not None:  # categories by value, codes already written
                 kinds.append("categorical")
@@ -619,7 +622,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"column {names[cont_idx[0]]!r} is continuous ({len(cont_idx)} continuous column(s) in all) but "
                     "discretizer=None; pass discretizer='uniform'|'quantile'|'mdl' or encode the data first"
                 )
-            cont = whole if whole is not None else np.stack([cols[j] for j in cont_idx], axis=1)
+            cont = whole if isinstance(whole, np.ndarray) else np.stack([cols[j] for j in cont_idx], axis=1)
             if np.isinf(cont).any():
                 bad = names[cont_idx[int(np.flatnonzero(np.isinf(cont).any(0))[0])]]
                 raise ValueError(f"column {bad!r} contains infinite values")
@@ -640,7 +643,10 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
         cards = np.empty(len(cols), dtype=np.int64)
         dj = 0
-        for j in range(len(cols)):
+        if not cont_idx:  # categories only: one count per column, no loop over kinds
+            cards[:] = np.fromiter(map(len, cats), dtype=np.int64, count=len(cats))
+            np.maximum(cards, 1, out=cards)
+        for j in range(len(cols) if cont_idx else 0):
             if kinds[j] == "discretized":
                 if isinstance(self.discretizer_, Discretizer):
                     cards[j] = self.discretizer_.n_bins_[dj]
@@ -723,7 +729,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if feature_names is not None:
             names = [str(n) for n in feature_names]
         if names is None:
-            names = [f"x{j}" for j in range(len(cols))]
+            names = list(map("x{}".format, range(len(cols))))
         # the kind of each column over all ranks: an object column read as numbers on one rank
         # but not on another holds mixed values, which are categories by (type, value)
         kinds_seen = [{rk[j][0] for rk in every if not (rk[j][0] == "number" and rk[j][2] is not None
