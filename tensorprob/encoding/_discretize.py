@@ -279,15 +279,14 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             for j in np.flatnonzero(varying):
                 ok = finite[:, j]
                 edges[j] = mdl_cut_points(X[ok, j], y_codes[ok], self.n_bins)
+        elif self.strategy == "uniform":  # equal widths need only each column's range (of its finite values)
+            cols = np.flatnonzero(varying)
+            for j, e in zip(cols, _uniform_edges(lo[cols], hi[cols], int(self.n_bins))):
+                edges[j] = e
         else:
             # all complete columns in one KBinsDiscretizer call, columns with NaN one by one
             complete = varying & finite.all(0)
             groups = [np.flatnonzero(complete)] + [np.array([j]) for j in np.flatnonzero(varying & ~complete)]
-            if self.strategy == "uniform":  # equal widths need only each column's range
-                cols = np.flatnonzero(varying)
-                for j, e in zip(cols, _uniform_edges(lo[cols], hi[cols], int(self.n_bins))):
-                    edges[j] = e
-                groups = []
             for cols in groups:
                 if cols.size == 0:
                     continue

@@ -549,16 +549,19 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             array_is_categorical = all(_categorical_numbers(c[~(_is_missing(c) | _user_missing(c, miss_keys))], limit)
                                        for c in cols)
         fast = None if miss_keys else _small_int_array(X, codes, limit)
-        whole = None  # a float array continuous as a whole: one masked float64 copy, no pass per column
+        # two kinds of arrays need no pass per column: a float array continuous as a whole (one
+        # masked float64 copy) and a small-integer array coded entirely by _small_int_array
+        whole = None
+        by_column = True
         if float_array and not array_is_categorical:
             whole = np.stack(cols, axis=1).astype(np.float64, copy=False)
             whole = np.where(_is_missing(whole) | _user_missing(whole, miss_keys), np.nan, whole)
             kinds, cats, lookup = ["discretized"] * len(cols), [None] * len(cols), [None] * len(cols)
-            cont_idx = list(range(len(cols)))
-        elif fast is not None and all(f is not None for f in fast):  # every column coded by _small_int_array
+            cont_idx, by_column = list(range(len(cols))), False
+        elif fast is not None and all(f is not None for f in fast):
             kinds, cats, lookup = ["categorical"] * len(cols), list(fast), [None] * len(cols)
-            whole = ()  # nothing left for the loop
-        for j, col in enumerate(cols if whole is None else ()):
+            by_column = False
+        for j, col in enumerate(cols if by_column else ()):
             if fast is not None and fast[j] is not None:  # categories by value, codes already written
                 kinds.append("categorical")
                 cats.append(fast[j])
@@ -575,8 +578,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if kind in "iuf":
                 any_miss = bool(miss.any())
                 vals = col[~miss] if any_miss else col
-                # a float array decided continuous as a whole needs no distinct values (a sort per column)
-                uniq, inv = (None, None) if float_array and not array_is_categorical else _unique_inverse(vals)
+                uniq, inv = _unique_inverse(vals)
                 if array_is_categorical if float_array else _categorical_numbers(vals, limit, uniq):
                     kinds.append("categorical")
                     cats.append(uniq)
@@ -622,7 +624,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"column {names[cont_idx[0]]!r} is continuous ({len(cont_idx)} continuous column(s) in all) but "
                     "discretizer=None; pass discretizer='uniform'|'quantile'|'mdl' or encode the data first"
                 )
-            cont = whole if isinstance(whole, np.ndarray) else np.stack([cols[j] for j in cont_idx], axis=1)
+            cont = whole if whole is not None else np.stack([cols[j] for j in cont_idx], axis=1)
             if np.isinf(cont).any():
                 bad = names[cont_idx[int(np.flatnonzero(np.isinf(cont).any(0))[0])]]
                 raise ValueError(f"column {bad!r} contains infinite values")
