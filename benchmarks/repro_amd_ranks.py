@@ -318,8 +318,11 @@ def read_parts(kind):
     frames = []
     for path in sorted(glob.glob(head + "*" + tail)):
         middle = path[len(head): len(path) - len(tail)]
-        if _PART.fullmatch(middle):
-            frames.append(pd.read_csv(path, keep_default_na=False))
+        part = _PART.fullmatch(middle)
+        if part:
+            label = f"Tables {'-'.join(part.group(1)[2:])}" if part.group(1) else "Table 3"
+            label += " (authors' binning)" if "authors" in (part.group(2) or "") else ""
+            frames.append(pd.read_csv(path, keep_default_na=False).assign(part=label))
     if not frames:
         raise SystemExit(f"--from-csv: no file like {ref}")
     return pd.concat(frames, ignore_index=True)
@@ -605,14 +608,19 @@ def main(argv=None):
         per_fold = per_fold[per_fold["dataset"].isin(names)]
         meta = read_parts("data")
         args.run_commit = None
-        if "commit" in meta and len(meta):  # one commit, or each commit with the data sets it ran
-            mine = meta[meta["dataset"].isin(names)].drop_duplicates("dataset", keep="last")
-            by = {c: sorted(set(g["dataset"])) for c, g in mine.groupby("commit", sort=False)}
-            args.run_commit = (next(iter(by)) if len(by) == 1 else
-                               "; ".join(f"{c} ({', '.join(ds)})" for c, ds in by.items()))
-        meta = meta.drop(columns=[c for c in ("commit", "total_minutes") if c in meta]).drop_duplicates("dataset",
-                                                                                                        keep="last")
-        info = [r for r in meta.to_dict("records") if r["dataset"] in names]
+        meta = meta[meta["dataset"].isin(names)]
+        if "commit" in meta and len(meta):  # one commit, or each commit with the data sets of each table it ran
+            by = {c: {p: sorted(set(h["dataset"])) for p, h in g.groupby("part", sort=True)}
+                  for c, g in meta.groupby("commit", sort=True)}
+            args.run_commit = (next(iter(by)) if len(by) == 1 else "; ".join(
+                f"{c} ({'; '.join(f'{p}: ' + ', '.join(ds) for p, ds in parts.items())})" for c, parts in by.items()))
+        # one row per data set; its minutes are those of every run on it (all tables)
+        minutes = pd.to_numeric(meta.get("minutes", pd.Series(dtype=float)), errors="coerce").groupby(
+            meta["dataset"]).sum()
+        meta = meta.drop(columns=[c for c in ("commit", "total_minutes", "part") if c in meta]).drop_duplicates(
+            "dataset", keep="first")
+        info = [dict(r, minutes=float(minutes.get(r["dataset"], 0.0))) if "minutes" in r else r
+                for r in meta.to_dict("records")]
         args.repeats = int(per_fold["repeat"].max()) + 1
         discs = [d for d in ("mdl", "authors") if d in set(per_fold["discretizer"])] or discs
         total = float(pd.to_numeric(pd.Series([r.get("minutes", 0) for r in info]), errors="coerce").sum()) * 60
