@@ -643,20 +643,15 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"{len(cont_idx)} continuous column(s) discretized into {self.n_bins} equal-width bins: "
                     f"{_preview([names[j] for j in cont_idx])}; pass discretizer='uniform' (or another strategy) "
                     "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
-        cards = np.empty(len(cols), dtype=np.int64)
-        dj = 0
-        if not cont_idx:  # categories only: one count per column, no loop over kinds
-            cards[:] = np.fromiter(map(len, cats), dtype=np.int64, count=len(cats))
-            np.maximum(cards, 1, out=cards)
-        for j in range(len(cols) if cont_idx else 0):
-            if kinds[j] == "discretized":
-                if isinstance(self.discretizer_, Discretizer):
-                    cards[j] = self.discretizer_.n_bins_[dj]
-                else:
-                    cards[j] = max(1, int(codes[:, j].max()) + 1)
-                dj += 1
+        # categorical columns: their number of categories; discretized ones (cont_idx, in column
+        # order, as the discretizer saw them): their bins
+        cards = np.fromiter((0 if c is None else len(c) for c in cats), dtype=np.int64, count=len(cats))
+        np.maximum(cards, 1, out=cards)
+        for dj, j in enumerate(cont_idx):
+            if isinstance(self.discretizer_, Discretizer):
+                cards[j] = self.discretizer_.n_bins_[dj]
             else:
-                cards[j] = max(1, len(cats[j]))
+                cards[j] = max(1, int(codes[:, j].max()) + 1)
         return self._finish(codes, cards, names, kinds, cats, cont_idx, lookup)
 
     def _fit_distributed(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
