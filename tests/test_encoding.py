@@ -267,3 +267,35 @@ def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch)
     for a, b in zip(fast.categories_, slow.categories_):
         assert (a is None and b is None) or np.array_equal(a, b)
     np.testing.assert_array_equal(fast.transform(X), codes)
+
+
+@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("bits", [True, False])
+def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, monkeypatch):
+    # _bit_coded (values of a column as the bits of one mask, codes by popcount) against the
+    # per-column path: masks of 8, 16, 32 and 64 bits, values in [0, 64) with offsets and gaps,
+    # negative minima, several row blocks (a tiny memory budget); bits=False: NumPy without
+    # bitwise_count takes the comparison and bincount paths
+    from tensorprob.encoding import _encode
+
+    rng = np.random.default_rng(100 + case)
+    M = 3000
+    X = [np.stack([rng.integers(0, 5, M), rng.integers(2, 4, M), np.full(M, 5), rng.integers(0, 2, M) * 7], 1),
+         np.stack([rng.integers(0, 16, M), rng.integers(0, 3, M) * 5 + 1, rng.integers(8, 16, M)], 1),
+         np.stack([rng.integers(0, 32, M), rng.integers(0, 64, M), rng.integers(0, 4, M) * 21], 1),
+         np.stack([rng.integers(-40, 20, M), rng.integers(-9, -1, M) * 3, rng.integers(100, 160, M)], 1),
+         rng.integers(0, 5, (M, 40)),
+         np.stack([rng.integers(0, 63, M), np.full(M, 63), rng.integers(0, 2, M) * 63], 1)][case]
+    X = X.astype([np.int64, np.uint8, np.int16, np.int32, np.int8, np.uint64][case])
+    if not bits:
+        monkeypatch.delattr(np, "bitwise_count", raising=False)
+    with tp.config_context(memory_budget=65536):  # row blocks of a few hundred rows
+        fast = tp.Encoder(discretizer="uniform")
+        codes = fast.fit_transform(X)
+    monkeypatch.setattr(_encode, "_small_int_array", lambda *a: None)
+    slow = tp.Encoder(discretizer="uniform")
+    ref = slow.fit_transform(X)
+    np.testing.assert_array_equal(codes, ref)
+    assert fast.kinds_ == slow.kinds_
+    for a, b in zip(fast.categories_, slow.categories_):
+        assert (a is None and b is None) or (np.array_equal(a, b) and a.dtype == b.dtype)

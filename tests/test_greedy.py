@@ -50,3 +50,52 @@ def test_cpu_pick_equals_the_device_rule(dtype):
         got = _pick(s, a)
         assert got[0] == int(j), trial
         assert got[1] == float(v) or (np.isnan(got[1]) and np.isnan(float(v)))
+
+
+def test_static_order_equals_stepping_the_pick(dtype):
+    """MIM's one-sort order (static_order) is the sequence of _pick steps: ties, NaN, -inf, unavailable."""
+    from tensorprob.selection._greedy import _pick, static_order
+
+    rng = np.random.default_rng(1)
+    tol = tie_tolerance(dtype)
+    for trial in range(300):
+        n = int(rng.integers(1, 40))
+        base = rng.choice([0.0, 1.0, -2.5, 3.0, 1e-3, -np.inf], n)
+        s = torch.as_tensor(base * (1 + tol * rng.integers(-3, 4, n) / 2), dtype=dtype)
+        s[torch.as_tensor(rng.random(n) < 0.15)] = float("nan")
+        a = torch.as_tensor(rng.random(n) < 0.8)
+        a[int(rng.integers(0, n))] = True
+        k = int(rng.integers(1, int(a.sum()) + 1))
+        want, avail = [], a.clone()
+        for _ in range(k):
+            j, _v = _pick(s, avail)
+            want.append(j)
+            avail[j] = False
+        got = static_order(s.numpy().astype(np.float64), a.numpy(), k, tol)
+        assert got == want, trial
+
+
+def test_mim_takes_the_static_order_with_held_columns(dtype):
+    """MIM's sorted path picks as the stepping driver, including all-missing columns held to the end."""
+    import tensorprob as tp
+    from tensorprob.selection import _greedy
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, (200, 12)).astype(float)
+    X[:, 4] = np.nan  # unobserved: held back
+    X[:, 7] = X[:, 2]  # an exact tie
+    y = (X[:, 2] + rng.integers(0, 2, 200)) % 3
+    got = tp.MIM(12, dtype=dtype, device="cpu").fit(X, y)
+    orig = _greedy.Criterion.static
+    try:
+        _greedy.Criterion.static = lambda self: False
+        from tensorprob.selection._classic import LinearCriterion
+        lin = LinearCriterion.static
+        LinearCriterion.static = lambda self: False
+        want = tp.MIM(12, dtype=dtype, device="cpu").fit(X, y)
+    finally:
+        _greedy.Criterion.static = orig
+        LinearCriterion.static = lin
+    assert list(got.selected_) == list(want.selected_)
+    assert list(got.selected_)[-1] == 4 and list(got.selected_).index(2) < list(got.selected_).index(7)
+    np.testing.assert_array_equal(got.scores_, want.scores_)

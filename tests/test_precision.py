@@ -86,8 +86,8 @@ def _load(name: str):
 def _fit(X, y, method: str, kwargs: tuple, dtype: str, k: int):
     """Fit on the CPU in ``dtype``; also return the criterion vector (float64 copy) of every step."""
     calls = []
-    # the greedy driver picks through _pick (on the CPU without lowest_argmax_device), SPEC_CMI's
-    # ordering through lowest_argmax_device
+    # the greedy driver picks through _pick (on the CPU without lowest_argmax_device) or, for
+    # MIM, static_order; SPEC_CMI's ordering through lowest_argmax_device
     origs = {name: getattr(_greedy, name) for name in ("_pick", "lowest_argmax_device")}
 
     def recording(orig):
@@ -96,8 +96,17 @@ def _fit(X, y, method: str, kwargs: tuple, dtype: str, k: int):
             return orig(scores, available)
         return pick
 
+    def recording_static(orig):  # MIM's one-sort path: the same vector at each of its k steps
+        def order(values, available, k, tol):
+            picks = orig(values, available, k, tol)
+            n = int(available.sum())
+            calls.extend((n - t, np.asarray(values, dtype=np.float64).copy()) for t in range(len(picks)))
+            return picks
+        return order
+
+    origs["static_order"] = _greedy.static_order
     for name, orig in origs.items():
-        setattr(_greedy, name, recording(orig))
+        setattr(_greedy, name, recording_static(orig) if name == "static_order" else recording(orig))
     try:
         sel = get_selector(method)(k, device="cpu", dtype=dtype, **dict(kwargs)).fit(X, y)
     finally:

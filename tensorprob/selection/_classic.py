@@ -101,6 +101,9 @@ class LinearCriterion(_SumsCriterion):
                 self.sum_cmi += q.cmi_x_a_given_b
         super().update(j)
 
+    def static(self) -> bool:
+        return self.beta is None and self.gamma is None  # MIM
+
     def scores(self) -> torch.Tensor:
         n = len(self.selected)
         s = self.data.relevance

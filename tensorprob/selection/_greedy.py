@@ -63,6 +63,16 @@ class Criterion:
     def update(self, j: int) -> None:
         self.selected.append(j)
 
+    def static(self) -> bool:
+        """True when the scores never change and every pick is accepted (MIM).
+
+        The driver then orders all picks from the first scores at once (:func:`static_order`)
+        instead of stepping; the selections are the same. A subclass that overrides
+        ``scores``, ``first_scores``, ``accept`` or ``update`` is not static unless it says so.
+        """
+        t = type(self)
+        return all(getattr(t, m) is getattr(Criterion, m) for m in ("first_scores", "scores", "accept", "update"))
+
     def state_bytes(self, n_rows: int, n_features: int, n_classes: int, dtype: torch.dtype) -> int:
         """Bytes of per-sample state the criterion keeps on ``n_rows`` rows (none: 0)."""
         return 0
@@ -167,6 +177,48 @@ def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
     return int(jf), value
 
 
+def static_order(values: np.ndarray, available: np.ndarray, k: int, tol: float) -> list[int]:
+    """The first ``k`` picks of the greedy rule of :func:`_pick` on scores that never change.
+
+    Exactly the picks of ``k`` steps of :func:`_pick` (NaN never wins, a value within ``tol``
+    relative of the maximum counts as tied, ties to the lowest index), computed from one sort:
+    the entries tied with the best remaining one are a prefix of the remaining entries sorted
+    by decreasing value, and the pick is the lowest index in that prefix.
+
+    Parameters
+    ----------
+    values : ndarray of shape (N,), float64
+    available : ndarray of shape (N,), bool
+        Entries that may be picked (at least ``k``).
+    k : int
+    tol : float
+        :func:`tie_tolerance` of the scores' dtype.
+
+    Returns
+    -------
+    list of int
+    """
+    cand = np.flatnonzero(available)
+    v = np.where(np.isnan(values[cand]), -math.inf, values[cand])
+    pos = np.lexsort((cand, -v))  # decreasing value, then increasing index
+    order, neg = cand[pos], -v[pos]  # neg: increasing
+    taken = np.zeros(order.size, dtype=bool)
+    picks, head = [], 0
+    for _ in range(min(k, order.size)):
+        while taken[head]:
+            head += 1
+        m = -float(neg[head])
+        end = int(np.searchsorted(neg, -(m - tol * max(abs(m), 1.0)), side="right"))  # value >= threshold
+        if end <= head + 1:
+            i = head
+        else:  # several tied: the lowest index among those not taken yet
+            window = np.where(taken[head:end], np.iinfo(np.int64).max, order[head:end])
+            i = head + int(np.argmin(window))
+        taken[i] = True
+        picks.append(int(order[i]))
+    return picks
+
+
 def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[list[int], list[float]]:
     """Run the greedy forward selection of ``k`` features.
 
@@ -192,6 +244,16 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     n_held = 0 if held is None else int(held.sum())
     if n_held:
         available &= ~held  # released when the observed columns run out
+    if criterion.static():  # MIM: one sort instead of k steps, one device-to-host transfer
+        s = criterion.first_scores()
+        raw = s.detach().cpu().numpy().astype(np.float64, copy=False)
+        tol, obs = tie_tolerance(s.dtype), available.cpu().numpy()
+        selected = static_order(raw, obs, k, tol)
+        if n_held and len(selected) < k:  # the held columns, once the observed ones ran out
+            selected += static_order(raw, ~obs, k - len(selected), tol)
+        for j in selected:
+            criterion.update(j)
+        return selected, [float(raw[j]) for j in selected]
     selected, scores = [], []
     first = True
     limit = 4 * N + 10  # a criterion that keeps refusing picks (restarts) cannot loop forever
