@@ -293,9 +293,50 @@ class TableInformation:
 
     def __init__(self, T: torch.Tensor, scale: float = 1.0, n_rows: float | None = None) -> None:
         self.T, self.scale, self.n_rows = T, scale, n_rows
+        self._margins: dict[tuple[int, ...], torch.Tensor] = {}
+
+    @cached_property
+    def _totals(self) -> torch.Tensor | None:
+        """Each table's total (int64) when T holds integer counts that the ``m log m`` table covers (CPU), else None.
+
+        Then every entropy takes :func:`entropy_of_counts`'s lookup formula on integer margins
+        summed once and shared (the (x, a) margin gives the x margin, ...): integer sums are exact
+        in any order, so the values are bit for bit those of :func:`entropy_of_counts`, which
+        converts and checks each margin anew. Otherwise every entropy goes through it.
+        """
+        T = self.T
+        if T.device.type != "cpu" or T.numel() == 0:
+            return None
+        tot = T.reshape(T.shape[0], -1).sum(1, dtype=torch.float64)
+        if float(tot.max()) > _XLOGX_MAX:
+            return None
+        # truncated to int32 (counts of at most 2**20 per table; the lookups take int32 indices):
+        # integers iff no total shrinks, entropy_of_counts' test
+        ci = T.to(torch.int32)
+        t = ci.reshape(T.shape[0], -1).sum(1, dtype=torch.int32)  # exact: totals of at most 2**20
+        if not torch.equal(t.to(torch.float64), tot):
+            return None
+        self._margins[(1, 2, 3)] = ci
+        return t.to(torch.int64)
+
+    def _margin(self, dims: tuple[int, ...]) -> torch.Tensor:
+        """Integer counts over ``dims`` (sorted), the other dimensions summed out, from the smallest known margin."""
+        m = self._margins.get(dims)
+        if m is None:
+            src = min((d for d in self._margins if set(dims) < set(d)), key=lambda d: self._margins[d].numel())
+            m = self._margins[src].sum(dim=tuple(1 + i for i, d in enumerate(src) if d not in dims), dtype=torch.int32)
+            self._margins[dims] = m
+        return m
 
     def _h(self, *dims: int) -> torch.Tensor:
-        return entropy_of_counts(self.T, dims) / self.scale
+        t = self._totals
+        if t is None:
+            return entropy_of_counts(self.T, dims) / self.scale
+        c = self._margin(tuple(sorted(dims)))
+        L = _xlogx(int(t.max()), c.device)
+        # n log n - sum_cells c log c = n H; index_select: the cells' lookups in the layout take gives
+        s = L.take(t) - L.index_select(0, c.reshape(-1)).view(c.shape[0], -1).sum(1)
+        return (s / t.to(torch.float64).clamp_min(1.0)).clamp_min_(0.0).add_(0.0) / self.scale
 
     @cached_property
     def observed_fraction(self) -> torch.Tensor | None:
