@@ -35,13 +35,32 @@ def test_all_pairs_path_equals_the_per_step_path(method, missing, weights, monke
     fit = {} if weights is None else {"sample_weight": rng.poisson(1.0, len(y)).astype(float) if weights == "integral"
                                       else rng.gamma(1.0, 1.0, len(y))}
     fast = get_selector(method)(**kw).fit(X, y, **fit)
-    monkeypatch.setattr(SelectionData, "plan", lambda self, k: None)
+    monkeypatch.setattr(SelectionData, "plan", lambda self, k, classes=True: None)
     slow = get_selector(method)(**kw).fit(X, y, **fit)
     np.testing.assert_array_equal(fast.selected_, slow.selected_)
     np.testing.assert_array_equal(fast.scores_, slow.scores_)  # the same float64 operations per table
 
 
-def test_all_pairs_are_planned_only_when_they_pay_off():
+@pytest.mark.parametrize("missing", [False, True])
+def test_class_free_all_pairs_equal_the_class_tables_summed(missing):
+    # a run that never reads the class (MRMR, MIFS) plans class-free tables of every pair: the
+    # class tables summed over the class, rows without a class left out, the same quantities
+    rng = np.random.default_rng(4)
+    codes = torch.as_tensor(rng.integers(-1 if missing else 0, 3, (300, 9)))
+    y = torch.as_tensor(rng.integers(-1 if missing else 0, 4, 300))
+    free, full = SelectionData(codes, 3, y, 4), SelectionData(codes, 3, y, 4)
+    free.plan(9, classes=False)
+    full.plan(9)
+    assert free._all_pairs and full._all_pairs
+    for j in (0, 4, 8):
+        a, b = free.pair_information(j, classes=False), full.pair_information(j, classes=False)
+        assert a.T.shape[-1] == 1 and b.T.shape[-1] == 4
+        torch.testing.assert_close(a.T[..., 0], b.T.sum(-1), rtol=0, atol=0)
+        for q in ("h_x", "h_a", "h_xa", "mi_x_a"):
+            assert torch.equal(getattr(a, q), getattr(b, q)), q
+    # a read with the class after a class-free plan counts its own step's tables
+    assert torch.equal(free.pair_information(2).cmi_x_a_given_b, full.pair_information(2).cmi_x_a_given_b)
+
     codes = torch.randint(0, 3, (50, 20))
     d = SelectionData(codes, 3, codes[:, 0], 3)
     d.plan(5)  # 4 pair reads of 20 features: per step

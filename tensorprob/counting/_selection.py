@@ -91,6 +91,7 @@ class SelectionData:
     _complete: bool | None = field(default=None, init=False, repr=False)
     _all_pairs: bool = field(default=False, init=False, repr=False)
     _pairs: TableInformation | None = field(default=None, init=False, repr=False)
+    _pair_classes: bool = field(default=True, init=False, repr=False)
     _batch: object | None = field(default=None, init=False, repr=False)  # the BatchedSelectionData of a member
     _bits: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # class-free bitsets (False: none)
 
@@ -343,7 +344,7 @@ class SelectionData:
             self._relevance = table_information(self.class_table, n_rows=self.n_rows).mi_x_b / self.log_base
         return self._relevance
 
-    def plan(self, k: int) -> None:
+    def plan(self, k: int, classes: bool = True) -> None:
         """Tell the data that a greedy run will read the pair tables of ``k - 1`` picks.
 
         When the features are few (at most 128), the run reads the pairs of at least half
@@ -361,16 +362,27 @@ class SelectionData:
         features of 17 values) runs JMI in 85 ms per step-wise against 610 ms all at once;
         chess (36 of 3) in 7 ms all at once against 25 ms.
 
+        A run that never reads a quantity with the class (``classes=False``: MRMR, MIFS) on
+        unweighted rows gets the class-free tables (N * N, I, I, 1) of every pair: one Gram matrix of all labelled
+        rows instead of one per class, and a C-th of the cells; their counts are the class
+        tables' summed over the class, so its values are those of the per-step path.
+
         Parameters
         ----------
         k : int
             Number of features the run selects.
+        classes : bool, default=True
+            Whether the run reads quantities of the (x, x_j, class) tables, or only of (x, x_j).
         """
-        N, M, I, C = self.n_features, self.budget_rows, self.max_card, self.n_classes
+        N, M, I = self.n_features, self.budget_rows, self.max_card
+        C = self.n_classes if classes else 1
         fits = M * N * N * 8 <= get_config()["memory_budget"]
         at_once = 2 * M * (N * I) ** 2 * 0.03e-9 + N * N * I * I * C * 5e-9
         per_step = (k - 1) * (M * N * 1e-9 + N * I * I * C * 5e-9 + 0.5e-3)
         self._all_pairs = N <= 128 and 2 * (k - 1) >= N and fits and at_once < per_step
+        # class-free only unweighted: summed weights would round in another order than the class
+        # tables' (and the ranks of a distributed run take the same decision without a collective)
+        self._pair_classes = classes or self._weighted
 
     def pair_information(self, j: int, classes: bool = True) -> TableInformation:
         """Plug-in quantities of every candidate x against (a = x_j, b = class), divided by ``log_base``.
@@ -403,9 +415,9 @@ class SelectionData:
             shared = self._batch.pair_information(self, j)
             if shared is not None:
                 return shared
-        if self._all_pairs:
+        if self._all_pairs and (self._pair_classes or not classes):
             if self._pairs is None:
-                self._pairs = table_information(self._all_pair_tables(), self.log_base, self.n_rows)
+                self._pairs = table_information(self._all_pair_tables(self._pair_classes), self.log_base, self.n_rows)
             return _Rows(self._pairs, slice(j * self.n_features, (j + 1) * self.n_features))
         I, C, complete = self.max_card, self.n_classes, self.complete
         if not classes and complete and not self._weighted and self.stream is None:
@@ -447,11 +459,19 @@ class SelectionData:
             self._bits = bits.view(np.uint64)
         return self._bits if self._bits is not False else None
 
-    def _all_pair_tables(self) -> torch.Tensor:
-        """(x_c, x_j, class) tables of every (j, c), j-major: (N * N, I, I, n_classes), one counting pass."""
+    def _all_pair_tables(self, classes: bool = True) -> torch.Tensor:
+        """(x_c, x_j, class) tables of every (j, c), j-major: (N * N, I, I, n_classes), one counting pass.
+
+        ``classes=False``: the (x_c, x_j) tables (N * N, I, I, 1) of the labelled rows, the
+        same tables summed over the class.
+        """
         N, I, C, complete = self.n_features, self.max_card, self.n_classes, self.complete
+        if not classes:
+            C = 1
 
         def tables(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+            if not classes:  # one class: every labelled row
+                y = torch.where(y >= 0, 0, -1)
             if w is None or bool((w == w.round()).all()):  # exact integer sums: the products
                 return _pair_products(codes, I, y, C, w).to(dtype)
             ct = codes.T.to(torch.int32)  # (N, M)

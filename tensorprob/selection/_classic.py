@@ -104,6 +104,11 @@ class LinearCriterion(_SumsCriterion):
     def static(self) -> bool:
         return self.beta is None and self.gamma is None  # MIM
 
+    @property
+    def pair_classes(self) -> bool:
+        """Whether the criterion reads pair quantities with the class (only through ``gamma``)."""
+        return self.gamma is not None
+
     def scores(self) -> torch.Tensor:
         n = len(self.selected)
         s = self.data.relevance

@@ -13,6 +13,8 @@ Criterion protocol (see :class:`Criterion`):
   returning False selects nothing this iteration (the VI restart rule uses it to drop its
   chain).
 - ``update(j)``: add feature j to the criterion's state.
+- ``pair_classes``: False when the criterion reads only class-free pair quantities
+  (``pair_information(j, classes=False)``), so that the data may plan class-free tables.
 - ``state_bytes(n_rows, n_features, n_classes, dtype)``: the per-sample state the criterion keeps
   for that many rows (0 by default); a batch of selections is split into groups whose states
   fit ``memory_budget`` together.
@@ -115,6 +117,10 @@ def tie_tolerance(dtype: torch.dtype) -> float:
     return max(1e-12, 256 * torch.finfo(dtype).eps)
 
 
+#: :func:`tie_tolerance` of the floating dtypes, looked up once per greedy step on the CPU.
+_TOL = {dt: tie_tolerance(dt) for dt in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
+
+
 def lowest_argmax_device(scores: torch.Tensor, available: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`lowest_argmax` without leaving the device: (index, value) as 0-d tensors.
 
@@ -167,9 +173,14 @@ def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
     if scores.device.type == "cpu":
         raw = scores.detach().numpy().astype(np.float64, copy=False)
         a = available.numpy()
-        s = np.where(a & ~np.isnan(raw), raw, -math.inf)
+        s = np.where(a, raw, -math.inf)
         m = s.max()
-        tied = (s >= m - tie_tolerance(scores.dtype) * max(abs(m), 1.0)) & a
+        if not math.isfinite(m):  # NaN among the available scores, or none above -inf: the full rule
+            s = np.where(a & ~np.isnan(raw), raw, -math.inf)
+            m = s.max()
+            tied = (s >= m - _TOL[scores.dtype] * max(abs(m), 1.0)) & a
+        else:  # unavailable entries are -inf, below any finite threshold
+            tied = s >= m - _TOL[scores.dtype] * max(abs(m), 1.0)
         j = int(np.argmax(tied))  # the first maximum: the lowest tied index
         return j, float(raw[j])
     j, v = lowest_argmax_device(scores, available)
@@ -236,7 +247,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     scores : list of float
         Criterion value of each pick.
     """
-    data.plan(k)
+    data.plan(k, classes=getattr(criterion, "pair_classes", True))
     criterion.start(data)
     N = data.n_features
     available = torch.ones(N, dtype=torch.bool, device=data.codes.device)
@@ -259,6 +270,8 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     limit = 4 * N + 10  # a criterion that keeps refusing picks (restarts) cannot loop forever
     it = 0
     bar = progress_bar(k, f"selecting ({criterion.name})")
+    # on the CPU the mask is cleared through its NumPy view (a torch item assignment costs ~10 us)
+    mask = available.numpy() if available.device.type == "cpu" else available
     while len(selected) < k and it < limit:
         it += 1
         if n_held and len(selected) == N - n_held:
@@ -270,7 +283,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
             continue
         first = False
         criterion.update(j)
-        available[j] = False
+        mask[j] = False
         selected.append(j)
         scores.append(value)
         bar.update()
