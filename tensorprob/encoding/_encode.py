@@ -246,7 +246,7 @@ def _columns(X: Any) -> tuple[list[np.ndarray], list[str] | None, list[bool]]:
                          "Reshape your data with X.reshape(-1, 1) for a single feature")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-    return [X[:, j] for j in range(X.shape[1])], None, [False] * X.shape[1]
+    return list(X.T), None, [False] * X.shape[1]  # the column views, made by NumPy's iteration (several x faster)
 
 
 @functools.lru_cache(maxsize=8)
@@ -439,6 +439,8 @@ def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.nd
     base = np.zeros(N, dtype=np.int64) if lo is None else lo.astype(np.int64)
     col, val = np.nonzero(present)  # row-major: the values of each column, sorted
     values = (val + base[col]).astype(dtype)
+    if counts.min() == counts.max() and counts[0] <= limit:  # as many values in every column: rows of a view
+        return list(values.reshape(N, int(counts[0])))
     ends = np.cumsum(counts).tolist()
     return [values[e - c:e] if c <= limit else None for e, c in zip(ends, counts.tolist())]
 
