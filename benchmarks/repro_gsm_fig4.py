@@ -31,7 +31,8 @@ Writes ``results/gsm_fig4.md``, the per-split accuracies ``results/gsm_fig4.csv`
 ``results/gsm_fig4_curves.csv``, the per-split ranks ``results/gsm_fig4_ranks.csv`` and PNG curves
 ``results/gsm_fig4_<dataset>.png`` (``_quick`` suffix with ``--quick``). The CSV files are rewritten
 after every split; ``--resume`` keeps the (data set, split) pairs already in them, so data sets can run
-in separate invocations; ``--from-csv`` rebuilds the markdown and the plots.
+in separate invocations (each split records its commit, and the report names every commit with its
+splits); ``--from-csv`` rebuilds the markdown and the plots.
 """
 from __future__ import annotations
 
@@ -212,7 +213,7 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
         res = res.rename(columns={"classifier": "input"})
         res_parts.append(res)
         g = fitted.get((GSM, 0))
-        rank_rows.append(dict(rec, dataset=name, split=i,
+        rank_rows.append(dict(rec, dataset=name, split=i, commit=SCRIPT.commit,
                               **{f"{m} seconds": float(res.loc[res["method"] == m, "select_seconds"].iloc[0])
                                  for m in sel},
                               first_picks="" if g is None else " ".join(map(str, g.selected_[:5]))))
@@ -226,6 +227,35 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
             "categorical": "yes" if all(meta["categorical"]) else "no (5 equal-width bins)",
             "k": f"1..{K}", "paper K": PAPER_K[name], "splits": n_rep, "minutes": (time.perf_counter() - t0) / 60}
     return info
+
+
+def split_commits(ranks: pd.DataFrame, fallback: str | None) -> str | None:
+    """The commit of the splits in ``ranks``; several: ``c1 (chess splits 0-4; mnist splits 0-3); c2 (...)``.
+
+    Rows without a commit (files written before the per-split column) take ``fallback``, the
+    commit their run recorded.
+    """
+    if ranks is None or ranks.empty:
+        return fallback
+    c = ranks["commit"] if "commit" in ranks else pd.Series([None] * len(ranks), index=ranks.index)
+    c = c.where(c.notna() & (c.astype(str) != ""), fallback).astype(str)
+    if c.nunique() == 1:
+        return c.iloc[0]
+
+    def spans(splits: list[int]) -> str:
+        runs, start = [], splits[0]
+        for a, b in zip(splits, splits[1:] + [None]):
+            if b != a + 1:
+                runs.append(f"{start}" if start == a else f"{start}-{a}")
+                start = b
+        return ", ".join(runs)
+
+    parts = []
+    for commit, g in ranks.assign(commit=c).groupby("commit", sort=True):
+        sets = [f"{d} split{'s' if len(s) > 1 else ''} {spans(sorted(int(x) for x in s))}"
+                for d, s in g.groupby("dataset", sort=True)["split"]]
+        parts.append(f"{commit} ({'; '.join(sets)})")
+    return "; ".join(parts)
 
 
 def split_seconds(rank_rows, name) -> float:
@@ -489,7 +519,11 @@ def main(argv=None):
                 rank_rows = old_ranks.to_dict("records")
                 done = {(r["dataset"], int(r["split"])) for r in rank_rows}
                 if os.path.exists(SCRIPT.path("data")):
-                    info = [r for r in SCRIPT.read_meta()[0] if r["dataset"] not in names]
+                    meta, _, recorded = SCRIPT.read_meta()
+                    info = [r for r in meta if r["dataset"] not in names]
+                for r in rank_rows:  # splits of files from before the per-split commit: their run's
+                    if pd.isna(r.get("commit")) or not str(r.get("commit")):
+                        r["commit"] = recorded
 
         def save():
             SCRIPT.write_csv("", pd.concat(res_parts, ignore_index=True)[
@@ -509,6 +543,7 @@ def main(argv=None):
         res = pd.concat(res_parts, ignore_index=True)
         ranks = pd.DataFrame(rank_rows)
         names = [n for n in PAPER_NAMES if n in set(res["dataset"])]
+    recorded = split_commits(ranks, recorded or SCRIPT.commit)  # one commit, or each with its splits
     cur = curves(res)
     SCRIPT.write_csv("curves", cur)
     png = {name: path for name, path in save_plots(res)}

@@ -67,3 +67,14 @@ def test_lead_rows(script):
     gap = float(out[0]["vs JMIM: points (mean over k) ± sd over splits"].split(" ")[0])
     assert np.isclose(gap, 100 * (0.8 - (0.9 + 9 * 0.75) / 10), atol=0.05)
     assert out[0]["clear lead"] == "yes"
+
+
+def test_split_commits_name_each_commit_with_its_splits(script):
+    # runs resumed at another commit: the report's header names every commit with the splits it ran;
+    # rows written before the per-split column take the commit their run recorded
+    r = pd.DataFrame({"dataset": ["chess"] * 7 + ["mnist"] * 2, "split": [0, 1, 2, 3, 4, 5, 7, 0, 1],
+                      "commit": [None] * 5 + ["abc1234"] * 2 + [np.nan, "abc1234"]})
+    assert script.split_commits(r, "26deeb4") == ("26deeb4 (chess splits 0-4; mnist split 0); "
+                                                 "abc1234 (chess splits 5, 7; mnist split 1)")
+    assert script.split_commits(r.drop(columns="commit"), "26deeb4") == "26deeb4"
+    assert script.split_commits(pd.DataFrame(), "26deeb4") == "26deeb4"
