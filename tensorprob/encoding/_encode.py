@@ -301,10 +301,11 @@ def _unique_inverse(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray | None] | None:
     """Encode every column of a 2-D integer array of small range at once: the categories of each.
 
-    Row-major data read column by column costs a strided pass per column; here per-column
-    minima and maxima are row-major reductions, ``x - min`` is written narrow by NumPy in row
-    blocks (no sort, no int64 copy of X), and a (column, value) presence table of the codes is
-    counted only for columns spanning more than two values.
+    Row-major data read column by column costs a strided pass per column; here everything is
+    row-major passes in row blocks (no sort, no int64 copy of X). Columns of at most 64 values
+    take :func:`_bit_coded` (values in ``[0, 64)`` without even the minima); wider ones: per-column
+    minima and maxima as reductions, ``x - min`` written narrow by NumPy, and a (column, value)
+    presence table of the codes counted only for columns spanning more than two values.
     When every column's values fill their range without gaps (data that is already coded),
     the codes are ``X - min`` in one pass; otherwise they are read through the running count
     of the presence table. Columns whose values span more than ``max(2**10, 4 * limit)``
