@@ -544,6 +544,12 @@ def main(argv=None):
         ranks = pd.DataFrame(rank_rows)
         names = [n for n in PAPER_NAMES if n in set(res["dataset"])]
     recorded = split_commits(ranks, recorded or SCRIPT.commit)  # one commit, or each with its splits
+    if not ranks.empty:  # the splits that ran: a run stopped early or resumed differs from its plan
+        rows = ranks.to_dict("records")
+        for r in info:
+            r["splits"] = int((ranks["dataset"] == r["dataset"]).sum())
+            r["minutes"] = split_seconds(rows, r["dataset"]) / 60
+        total = sum(float(r["minutes"]) for r in info) * 60
     cur = curves(res)
     SCRIPT.write_csv("curves", cur)
     png = {name: path for name, path in save_plots(res)}
