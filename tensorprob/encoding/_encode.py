@@ -382,7 +382,6 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         present[cols] = hits.view(-1, R) > 0
     present &= torch.arange(R)[None, :] < span[:, None]
     counts = present.sum(1)
-    ok = counts <= limit
     gaps = np.flatnonzero((counts != span).numpy())
     if gaps.size:  # renumber the values that occur, 0 .. count - 1, in the columns with gaps only
         lut = (np.cumsum(present.numpy()[gaps], 1) - 1).astype(codes.dtype).ravel()  # (G * R,)
@@ -390,9 +389,20 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         for a in range(0, X.shape[0], step):
             codes[a:a + step, gaps] = lut[codes[a:a + step, gaps].astype(np.intp) + col_base]
     col, val = np.nonzero(present.numpy())  # row-major: the values of each column, sorted
-    values = (val + lo.numpy()[col]).astype(dtype)
-    ends = np.cumsum(counts.numpy()).tolist()
-    return [values[e - c:e] if keep else None for e, c, keep in zip(ends, counts.tolist(), ok.tolist())]
+    return _split_categories((val + lo.numpy()[col]).astype(dtype), counts.numpy(), limit)
+
+
+def _split_categories(values: np.ndarray, counts: np.ndarray, limit: int) -> list[np.ndarray | None]:
+    """``values`` (every column's sorted categories, one after another) cut per column by ``counts``.
+
+    A column of more than ``limit`` categories gets None (left to the general path). When every
+    column has as many, the pieces are the rows of one view (NumPy's iteration: 10,000 slices in
+    a Python loop cost several ms).
+    """
+    if counts.min() == counts.max() and counts[0] <= limit:
+        return list(values.reshape(counts.size, int(counts[0])))
+    ends = np.cumsum(counts).tolist()
+    return [values[e - c:e] if c <= limit else None for e, c in zip(ends, counts.tolist())]
 
 
 def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.ndarray, step: int, limit: int,
@@ -439,11 +449,7 @@ def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.nd
             np.copyto(codes[a:a + step], d, casting="unsafe")
     base = np.zeros(N, dtype=np.int64) if lo is None else lo.astype(np.int64)
     col, val = np.nonzero(present)  # row-major: the values of each column, sorted
-    values = (val + base[col]).astype(dtype)
-    if counts.min() == counts.max() and counts[0] <= limit:  # as many values in every column: rows of a view
-        return list(values.reshape(N, int(counts[0])))
-    ends = np.cumsum(counts).tolist()
-    return [values[e - c:e] if c <= limit else None for e, c in zip(ends, counts.tolist())]
+    return _split_categories((val + base[col]).astype(dtype), counts, limit)
 
 
 def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:
