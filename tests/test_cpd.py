@@ -45,12 +45,13 @@ def dense_em(X, cards, lam, factors, n_iter):
 
 def test_sparse_em_equals_dense_bruteforce_em(dtype):
     s = make_latent_class(3000, [3, 2, 4, 3], 3, random_state=1)
-    m0 = tp.fit_cpd(s.X, rank=3, n_iter_max=0, random_state=7)
+    # one start: with several, which start wins may differ between 0 and 15 iterations
+    m0 = tp.fit_cpd(s.X, rank=3, n_iter_max=0, random_state=7, n_restarts=1)
     lam0 = m0.weights.cpu().numpy()
     fac0 = [A.cpu().numpy() for A in m0.factors]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = tp.fit_cpd(s.X, rank=3, n_iter_max=15, tol=0.0, random_state=7)
+        m = tp.fit_cpd(s.X, rank=3, n_iter_max=15, tol=0.0, random_state=7, n_restarts=1)
     lam, fac, hist = dense_em(s.X, [3, 2, 4, 3], lam0, fac0, 15)
     # the sparse EM keeps log-factors in the lane's dtype (rounded after every M-step)
     np.testing.assert_allclose(m.loglik_history_, hist, rtol=0, atol=tols(dtype, atol=1e-10)["atol"])
@@ -153,10 +154,12 @@ def test_default_fit_keeps_the_best_of_four_starts(dtype):
     m = tp.fit_cpd(s.X, rank=4, random_state=3, n_iter_max=60, dtype=dtype,
                    callback=lambda it, ll: finals.append(np.asarray(ll).copy()))
     assert finals[-1].shape == (4,)  # four starts in one batch by default
-    assert m.loglik_history_[-1] == finals[-1].max() or np.isclose(m.loglik_history_[-1], finals[-1].max(),
-                                                                  rtol=np.finfo(finals[-1].dtype).eps ** (2 / 3))
+    rtol = np.finfo(finals[-1].dtype).eps ** (2 / 3)
+    assert m.loglik_history_[-1] == finals[-1].max() or np.isclose(m.loglik_history_[-1], finals[-1].max(), rtol=rtol)
     one = tp.fit_cpd(s.X, rank=4, random_state=3, n_iter_max=60, dtype=dtype, n_restarts=1)
-    assert m.loglik_history_[-1] >= one.loglik_history_[-1]  # start 0 of the four is the single fit
+    # start 0 of the four is the single fit (on CUDA its batched sums may round differently)
+    final = m.loglik_history_[-1]
+    assert final >= one.loglik_history_[-1] or np.isclose(final, one.loglik_history_[-1], rtol=rtol)
     assert tp.CPD().n_restarts == 4
 
 
@@ -314,13 +317,16 @@ def test_tensorly_round_trip_and_dense_tensor():
         tp.CPDModel.from_tensorly((None, [np.array([[-1.0], [2.0]])]))
 
 
-def test_save_load_and_to(tmp_path):
+def test_save_load_and_to(tmp_path, device):
     s = make_latent_class(1000, [3, 3, 2], 2, random_state=9)
     m = tp.fit_cpd(s.X, rank=2, y=s.z, random_state=0)
     path = tmp_path / "model.pt"
     m.save(path)
-    back = tp.CPDModel.load(path)
-    assert torch.equal(back.weights, m.weights) and back.target == m.target
+    back = tp.CPDModel.load(path)  # onto the CPU unless a device is named
+    assert back.weights.device.type == "cpu"
+    assert torch.equal(back.weights, m.weights.cpu()) and back.target == m.target
+    there = tp.CPDModel.load(path, device=device)
+    assert there.weights.device.type == device and torch.equal(there.weights, m.weights)
     np.testing.assert_array_equal(back.loglik_history_, m.loglik_history_)
     assert back.n_iter_ == m.n_iter_ and back.converged_ == m.converged_
     assert list(back.classes) == list(m.classes)

@@ -38,7 +38,11 @@ def test_all_pairs_path_equals_the_per_step_path(method, missing, weights, monke
     monkeypatch.setattr(SelectionData, "plan", lambda self, k, classes=True: None)
     slow = get_selector(method)(**kw).fit(X, y, **fit)
     np.testing.assert_array_equal(fast.selected_, slow.selected_)
-    np.testing.assert_array_equal(fast.scores_, slow.scores_)  # the same float64 operations per table
+    if device == "cuda" and weights == "fractional":
+        # CUDA adds fractional weights into the tables with atomics, in no fixed order: the last bits move
+        np.testing.assert_allclose(fast.scores_, slow.scores_, rtol=1e-12, atol=64 * np.finfo(np.float64).eps)
+    else:
+        np.testing.assert_array_equal(fast.scores_, slow.scores_)  # the same float64 operations per table
 
 
 @pytest.mark.parametrize("missing", [False, True])

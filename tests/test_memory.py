@@ -28,7 +28,7 @@ torch.zeros(1).exp()
 with open("/proc/self/clear_refs", "w") as f:  # reset the high-water mark (VmHWM) to the current RSS
     f.write("5")
 r0 = kib("VmRSS")
-with tensorprob.config_context(memory_budget=budget):
+with tensorprob.config_context(memory_budget=budget, device="cpu"):  # host memory: no CUDA context
     if what == "fit":
         m = tensorprob.fit_cpd(X, rank=10, n_restarts=4, device="cpu", dtype="float64", n_iter_max=2, tol=0,
                                random_state=0)

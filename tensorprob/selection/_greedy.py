@@ -132,7 +132,7 @@ def lowest_argmax_device(scores: torch.Tensor, available: torch.Tensor) -> tuple
     m = s.max()
     tied = (s >= m - tol * m.abs().clamp_min(1.0)) & available
     j = torch.argmax(tied.to(torch.uint8))  # the first maximum: the lowest tied index
-    return j, scores[j].to(torch.float64)
+    return j, scores.gather(0, j.view(1))[0].to(torch.float64)  # no scores[j]: a 0-d index reads j back
 
 
 def lowest_argmax(scores: torch.Tensor, available: torch.Tensor) -> int:
@@ -283,7 +283,10 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
             continue
         first = False
         criterion.update(j)
-        mask[j] = False
+        if mask is available:  # a device mask: fill a view (an item assignment copies a host scalar)
+            mask.narrow(0, j, 1).fill_(False)
+        else:
+            mask[j] = False
         selected.append(j)
         scores.append(value)
         bar.update()
