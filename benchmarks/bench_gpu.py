@@ -2,6 +2,7 @@
 
     python benchmarks/bench_gpu.py [--quick] [--sections em,select,gsm,profile,vmi,memory]
                                    [--out-dir benchmarks/results] [--tag cuda]
+                                   (sections: em,kernels,select,gsm,profile,vmi,memory)
 
 Needs a CUDA device. For each hot path it reports the median seconds of the timed runs, the
 bytes the step must move through device memory in today's representation and as compact
@@ -112,7 +113,7 @@ def sec_em(args, bw, rows, extra):
         codes = np.column_stack([Xc, yc])
         M, N = codes.shape
         lls = {}
-        for dt in ("float32", "float64"):
+        for dt, restarts in (("float32", 1), ("float64", 1), ("float32", 4), ("float64", 4)):
             stamps = []
 
             def cb(it, ll, stamps=stamps):
@@ -123,22 +124,24 @@ def sec_em(args, bw, rows, extra):
             t0 = time.perf_counter()
             n_it = 30 if args.quick else 100
             m = tp.fit_cpd(codes, rank=20, device=DEV, dtype=dt, n_iter_max=n_it, tol=0.0, random_state=0,
-                           callback=cb)
+                           n_restarts=restarts, callback=cb)
             sync()
             total = time.perf_counter() - t0
             t = np.array([s[0] for s in stamps])
             per = float(np.median(np.diff(t)))
-            lls[dt] = float(m.loglik_history_[-1])
+            if restarts == 4:
+                lls[dt] = float(m.loglik_history_[-1])
             # bytes per iteration: S (values in dt, int64 columns) for the E-step, S^T (float64
-            # values, int64 rows) for the M-step, plus the dense (rows x rank) intermediates
+            # values, int64 rows) for the M-step, plus the dense (rows x models x rank) intermediates
             nnz = M * N
             esz = 4 if dt == "float32" else 8
-            dense = M * 20 * (esz + 8 * 6)
+            dense = M * 20 * restarts * (esz + 8 * 6)
             b_now = nnz * (esz + 8) + nnz * (8 + 8) + dense
             b_min = 2 * M * N * 1 + dense  # uint8 codes read twice
             n_sync, _ = count_syncs(lambda: tp.fit_cpd(codes, rank=20, device=DEV, dtype=dt, n_iter_max=10, tol=0.0,
-                                                       random_state=0))
-            rows.append({"section": "EM iteration", "data": name, "variant": f"rank 20, {dt}", "seconds": per,
+                                                       random_state=0, n_restarts=restarts))
+            rows.append({"section": "EM iteration", "data": name, "variant": f"rank 20 x {restarts} start(s), {dt}",
+                         "seconds": per,
                          "bytes_now": b_now, "floor_now_s": b_now / bw, "x_floor_now": per / (b_now / bw),
                          "bytes_codes": b_min, "x_floor_codes": per / (b_min / bw),
                          "syncs_per_call": n_sync, "note": f"10-iteration fit; total {total:.3f} s for {n_it} it., "
@@ -253,6 +256,48 @@ def sec_memory(args, bw, rows, extra):
                          "note": f"peak / budget = {peak / (budget_mib * 2**20):.2f}"})
 
 
+def sec_kernels(args, bw, rows, extra):
+    """The E-step product ``S @ log_A``: the Triton gather kernel (launch choices) against the CSR reference.
+
+    The decision of issue 16 item 3: the kernel stays only where it beats cuSPARSE clearly.
+    """
+    from tensorprob.counting import Incidence
+    from tensorprob.ops import incidence_matmul_reference
+    from tensorprob_kernels.incidence import incidence_gather_sum
+
+    sets = [("MNIST-5k + label", np.column_stack(mnist()[:2]))]
+    if not args.quick:
+        sets.append(("planted 70k x 785", np.column_stack(planted())))
+    choices = [(16, None, None), (32, None, None), (64, None, None), (128, None, None), (32, 2, 3), (64, 4, 3)]
+    for name, codes in sets:
+        cards = torch.as_tensor(codes.max(0) + 1)
+        for dt in (torch.float32, torch.float64):
+            with tp.config_context(memory_budget=2**36):  # one chunk: the whole E-step in one product
+                inc = Incidence(torch.as_tensor(codes, device=DEV), cards.to(DEV), dt)
+                (start, stop, S, _), = inc.chunks()
+            flat_t = inc.flat_t(start, stop)
+            M, N = codes.shape
+            for P in (20, 80):
+                g = torch.Generator(device=DEV).manual_seed(0)
+                log_A = torch.log(torch.rand(S.shape[1], P, generator=g, device=DEV, dtype=torch.float64)).to(dt)
+                ref_s, ref = timed(lambda: incidence_matmul_reference(S, log_A), 10)
+                esz = torch.finfo(dt).bits // 8
+                b_l2 = M * N * P * esz  # the gathered log_A rows (from L2)
+                b_hbm = M * N * 4 + M * P * esz  # int32 codes in, the product out
+                rows.append({"section": "kernel", "data": name, "variant": f"CSR reference (cuSPARSE), P={P}, {dt}",
+                             "seconds": ref_s, "bytes_now": b_hbm, "floor_now_s": b_hbm / bw,
+                             "x_floor_now": ref_s / (b_hbm / bw), "note": f"L2 gathers {b_l2 / 1e9:.2f} GB"})
+                for bm, nw, ns in choices:
+                    sec, got = timed(lambda: incidence_gather_sum(flat_t, log_A, block_m=bm, num_warps=nw,
+                                                                  num_stages=ns), 10)
+                    err = float((got - ref).abs().max() / (ref.abs().max() + 1))
+                    rows.append({"section": "kernel", "data": name,
+                                 "variant": f"Triton block_m={bm} warps={nw or 'def'} stages={ns or 'def'}, P={P}, {dt}",
+                                 "seconds": sec, "bytes_now": b_hbm, "floor_now_s": b_hbm / bw,
+                                 "x_floor_now": sec / (b_hbm / bw),
+                                 "note": f"{ref_s / sec:.2f}x the reference; max rel. diff {err:.1e}"})
+
+
 def sec_profile(args):
     from torch.profiler import ProfilerActivity, profile
 
@@ -284,7 +329,7 @@ def sec_profile(args):
 
 def main(argv=None):
     ap = SCRIPT.parser(quick="small sizes (MNIST-5k only, k=10)", seed=False, tag="cuda")
-    ap.add_argument("--sections", default="em,select,gsm,profile,vmi,memory")
+    ap.add_argument("--sections", default="em,kernels,select,gsm,profile,vmi,memory")
     args = SCRIPT.parse(ap, argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench_gpu.py needs a CUDA device (torch.cuda.is_available() is False)")
@@ -303,6 +348,7 @@ def main(argv=None):
     rows: list[dict] = []
     extra: dict = {}
     funcs = {"em": sec_em, "select": sec_select, "gsm": sec_gsm, "vmi": sec_vmi, "memory": sec_memory,
+             "kernels": sec_kernels,
              "profile": lambda a, b, r, e: sec_profile(a)}
     for name in secs:
         fn = funcs.get(name)

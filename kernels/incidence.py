@@ -34,8 +34,14 @@ def _gather_sum_kernel(flat_ptr, a_ptr, out_ptr, M, N, P, stride_fn, stride_ad, 
     tl.store(out_ptr + offs_m[:, None] * stride_om + offs_p[None, :], acc, mask=m_ok[:, None] & p_ok[None, :])
 
 
-def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int = 64) -> torch.Tensor:
-    """``out[m, p] = sum over observed n of log_A[flat_t[n, m], p]``: (M, P) in ``log_A``'s dtype."""
+def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int = 64, num_warps: int | None = None,
+                         num_stages: int | None = None) -> torch.Tensor:
+    """``out[m, p] = sum over observed n of log_A[flat_t[n, m], p]``: (M, P) in ``log_A``'s dtype.
+
+    ``block_m`` rows per program; ``num_warps`` and ``num_stages`` go to the launch when given
+    (Triton's defaults otherwise). ``benchmarks/bench_gpu.py --sections kernels`` times the
+    choices against the CSR reference.
+    """
     if flat_t.dtype != torch.int32:
         raise TypeError(f"flat_t must be int32 (variable-major flat codes), got {flat_t.dtype}")
     if log_A.dtype not in (torch.float32, torch.float64):
@@ -49,6 +55,7 @@ def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int
         return out
     block_p = min(64, triton.next_power_of_2(P))
     grid = (triton.cdiv(M, block_m), triton.cdiv(P, block_p))
+    launch = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages)) if v is not None}
     _gather_sum_kernel[grid](flat_t, log_A, out, M, N, P, flat_t.stride(0), log_A.stride(0), out.stride(0),
-                             BLOCK_M=block_m, BLOCK_P=block_p)
+                             BLOCK_M=block_m, BLOCK_P=block_p, **launch)
     return out

@@ -77,6 +77,18 @@ def dtype(_lane) -> torch.dtype:
     return getattr(torch, _lane[1])
 
 
+def pytest_runtest_logreport(report):
+    """With ``TENSORPROB_FAILURE_LOG`` set, append each failure's report to that file as it happens.
+
+    For runs that may be cut off (a device machine's time limit): pytest prints tracebacks only
+    at the end of a run. Under xdist the controller writes, the workers do not.
+    """
+    path = os.environ.get("TENSORPROB_FAILURE_LOG")
+    if path and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with open(path, "a") as fh:
+            fh.write(f"\n===== {report.nodeid} ({report.when})\n{report.longrepr}\n")
+
+
 @pytest.fixture
 def rng():
     import numpy as np

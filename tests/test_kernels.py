@@ -48,6 +48,24 @@ def test_incidence_gather_sum_matches_csr_reference(M, N, card, P, missing, devi
     torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * scale)
 
 
+@pytest.mark.parametrize("block_m, num_warps, num_stages", [(16, 2, None), (128, None, 2)])
+def test_launch_choices_give_the_same_sums(block_m, num_warps, num_stages, device, dtype):
+    # the launch choices that bench_gpu.py times: the same sums, rows off every block grid
+    dev = _target_device(device)
+    g = torch.Generator().manual_seed(5)
+    M, N, card, P = 150, 7, 4, 20
+    codes = torch.randint(0, card, (M, N), generator=g)
+    codes[torch.rand(M, N, generator=g) < 0.1] = -1
+    inc = Incidence(codes.to(dev), torch.full((N,), card).to(dev), dtype)
+    (start, stop, S, _), = inc.chunks()
+    log_A = torch.log(torch.rand(N * card, P, generator=g, dtype=torch.float64)).to(dtype).to(dev)
+    ref = incidence_matmul_reference(S, log_A)
+    got = kernels.incidence_gather_sum(inc.flat_t(start, stop), log_A, block_m=block_m, num_warps=num_warps,
+                                       num_stages=num_stages)
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1.0))
+
+
 def test_kernel_rejects_bad_dtypes(device):
     dev = _target_device(device)
     with pytest.raises(TypeError, match="int32"):
