@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gpu.py [--quick] [--sections em,select,gsm,profile,vmi,memory]
                                    [--out-dir benchmarks/results] [--tag cuda]
-                                   (sections: em,kernels,select,gsm,profile,vmi,memory)
+                                   (sections: em,kernels,select,gsm,profile,vmi,memory,syncs)
 
 Needs a CUDA device. For each hot path it reports the median seconds of the timed runs, the
 bytes the step must move through device memory in today's representation and as compact
@@ -14,10 +14,12 @@ log-likelihoods, picks), the peak memory against the memory budget, and writes
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import sys
 import time
+import traceback
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +58,31 @@ def count_syncs(fn):
             torch.cuda.set_sync_debug_mode("default")
     n = sum(1 for w in rec if "synchroniz" in str(w.message).lower())
     return n, out
+
+
+def sync_sites(fn) -> collections.Counter:
+    """Device-to-host synchronizations during ``fn()``, by the innermost three tensorprob frames that caused them."""
+    cnt: collections.Counter = collections.Counter()
+
+    def hook(message, category, filename, lineno, file=None, line=None):
+        if "synchroniz" not in str(message).lower():
+            return
+        st = [f for f in traceback.extract_stack()[:-1] if "tensorprob" in f.filename]
+        key = " <- ".join(f"{f.filename.split('tensorprob/')[-1]}:{f.lineno}" for f in st[::-1][:3])
+        cnt[key or f"{filename}:{lineno}"] += 1
+
+    sync()
+    old = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = hook
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+            warnings.showwarning = old
+    return cnt
 
 
 def copy_bandwidth() -> float:
@@ -298,6 +325,25 @@ def sec_kernels(args, bw, rows, extra):
                                  "note": f"{ref_s / sec:.2f}x the reference; max rel. diff {err:.1e}"})
 
 
+def sec_syncs(args):
+    """Where each job synchronizes: call sites, for 2 and for 12 greedy steps (2 and 22 EM iterations)."""
+    s = tp.datasets.make_latent_class(2000, [4] * 40 + [3], 3, random_state=0)
+    X, y = s.X[:, :40], s.X[:, 40]
+    jobs = {m: (lambda k, m=m: tp.select_features(X, y, k, method=m, device=DEV,
+                                                   **({"q": "pairwise"} if m == "vmi" else {})))
+            for m in ("mim", "mrmr", "jmi", "cmim", "mifs", "disr", "vmi", "pda")}
+    jobs["em"] = lambda k: tp.fit_cpd(np.column_stack([X, y]), rank=4, n_iter_max=2 * k - 2, tol=0.0, random_state=0,
+                                      device=DEV)
+    with open(SCRIPT.out("syncs", "txt"), "w") as fh:
+        for name, job in jobs.items():
+            job(2)  # warm
+            few, many = sync_sites(lambda job=job: job(2)), sync_sites(lambda job=job: job(12))
+            fh.write(f"===== {name}: {sum(few.values())} syncs (k=2), {sum(many.values())} (k=12)\n")
+            for key in sorted(set(few) | set(many), key=lambda key: -(many[key] - few[key])):
+                fh.write(f"  {few[key]:5d} {many[key]:5d}  {key}\n")
+            print(f"syncs {name}: {sum(few.values())} (k=2), {sum(many.values())} (k=12)")
+
+
 def sec_profile(args):
     from torch.profiler import ProfilerActivity, profile
 
@@ -329,7 +375,7 @@ def sec_profile(args):
 
 def main(argv=None):
     ap = SCRIPT.parser(quick="small sizes (MNIST-5k only, k=10)", seed=False, tag="cuda")
-    ap.add_argument("--sections", default="em,kernels,select,gsm,profile,vmi,memory")
+    ap.add_argument("--sections", default="em,kernels,select,gsm,profile,vmi,memory,syncs")
     args = SCRIPT.parse(ap, argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench_gpu.py needs a CUDA device (torch.cuda.is_available() is False)")
@@ -348,7 +394,7 @@ def main(argv=None):
     rows: list[dict] = []
     extra: dict = {}
     funcs = {"em": sec_em, "select": sec_select, "gsm": sec_gsm, "vmi": sec_vmi, "memory": sec_memory,
-             "kernels": sec_kernels,
+             "kernels": sec_kernels, "syncs": lambda a, b, r, e: sec_syncs(a),
              "profile": lambda a, b, r, e: sec_profile(a)}
     for name in secs:
         fn = funcs.get(name)

@@ -32,7 +32,7 @@ from tensorprob.ops import use_triton; print('use_triton', use_triton(torch.zero
 } >> "$OUT/env.txt" 2>&1
 echo "[env done at $(( $(date +%s) - T0 )) s]"
 
-timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-kernels,em,select,vmi,gsm,profile,memory} \
+timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
     --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
 echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
 
