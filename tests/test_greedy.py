@@ -50,6 +50,9 @@ def test_cpu_pick_equals_the_device_rule(dtype):
         got = _pick(s, a)
         assert got[0] == int(j), trial
         assert got[1] == float(v) or (np.isnan(got[1]) and np.isnan(float(v)))
+        assert got[2] is False  # no pending check given
+        flagged = _pick(s, a, torch.tensor(bool(trial % 2), device=s.device))
+        assert flagged[:1] == got[:1] and flagged[2] is bool(trial % 2)
 
 
 def test_static_order_equals_stepping_the_pick(dtype):
@@ -68,7 +71,7 @@ def test_static_order_equals_stepping_the_pick(dtype):
         k = int(rng.integers(1, int(a.sum()) + 1))
         want, avail = [], a.clone()
         for _ in range(k):
-            j, _v = _pick(s, avail)
+            j, _v, _ = _pick(s, avail)
             want.append(j)
             avail[j] = False
         got = static_order(s.numpy().astype(np.float64), a.numpy(), k, tol)
@@ -99,3 +102,42 @@ def test_mim_takes_the_static_order_with_held_columns(dtype):
     assert list(got.selected_) == list(want.selected_)
     assert list(got.selected_)[-1] == 4 and list(got.selected_).index(2) < list(got.selected_).index(7)
     np.testing.assert_array_equal(got.scores_, want.scores_)
+
+
+def test_driver_repicks_from_exact_scores_when_the_pending_check_is_set():
+    import torch
+
+    from tensorprob.selection._greedy import Criterion, greedy_forward
+
+    class Flaky(Criterion):
+        """Fast scores favour feature 0 wrongly at step 1; the pending check says so."""
+
+        def start(self, data):
+            super().start(data)
+            self.calls = []
+
+        def first_scores(self):
+            return self.scores()
+
+        def scores(self):
+            s = torch.arange(data.n_features, dtype=torch.float64, device=data.codes.device)
+            if len(self.selected) == 1:
+                s = s.clone()
+                s[0] = 99.0
+            return s
+
+        def pending(self):
+            return torch.tensor(len(self.selected) == 1, device=data.codes.device)
+
+        def exact_scores(self, first):
+            self.calls.append(len(self.selected))
+            return torch.arange(data.n_features, dtype=torch.float64, device=data.codes.device)
+
+    from tensorprob.counting import SelectionData
+
+    rng = np.random.default_rng(0)
+    data = SelectionData(torch.as_tensor(rng.integers(0, 3, (50, 5))), 3, torch.as_tensor(rng.integers(0, 2, 50)), 2)
+    crit = Flaky()
+    selected, scores = greedy_forward(crit, data, 3)
+    assert selected == [4, 3, 2] and scores == [4.0, 3.0, 2.0]  # never the flagged 99
+    assert crit.calls == [1]  # exact scores asked for once: at the flagged step only

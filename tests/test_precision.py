@@ -91,9 +91,9 @@ def _fit(X, y, method: str, kwargs: tuple, dtype: str, k: int):
     origs = {name: getattr(_greedy, name) for name in ("_pick", "lowest_argmax_device")}
 
     def recording(orig):
-        def pick(scores, available):
+        def pick(scores, available, *check):  # _pick's pending check, if given, passes through
             calls.append((int(available.sum()), scores.detach().to(torch.float64).cpu().numpy().copy()))
-            return orig(scores, available)
+            return orig(scores, available, *check)
         return pick
 
     def recording_static(orig):  # MIM's one-sort path: the same vector at each of its k steps

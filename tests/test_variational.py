@@ -167,6 +167,13 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
         own = torch.gather(lq, 2, data.y[:, None, None].expand(-1, 7, 1))[..., 0] - st.log_prior[data.y][:, None]
         direct = (own - torch.logsumexp(lq, 2)).mean(0)
         torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)
+        # the check left on the device: set exactly when the fast product underflowed somewhere
+        fast = st.bounds(defer=True)
+        flag = st.take_unchecked()
+        assert flag is not None and flag.device == data.codes.device and st.take_unchecked() is None
+        assert bool(flag) == (scale > 1.0)
+        if not bool(flag):
+            torch.testing.assert_close(fast, st.bounds(), rtol=0, atol=0)
         with monkeypatch.context() as mp:  # blocks of 41 rows x 1 candidate
             mp.setattr(_variational, "block_budget", lambda device: 1000)
             torch.testing.assert_close(st.bounds(), direct, rtol=0, atol=1e-9)
@@ -174,3 +181,30 @@ def test_naive_bounds_by_matrix_product_equal_direct_log_sum_exp_even_on_underfl
     b = st.base + st.log_prior
     G = torch.exp(b - b.amax(1, keepdim=True)) @ torch.exp(st.log_p_class).T
     assert bool((torch.gather(G, 1, idx0) == 0).any())
+
+
+@pytest.mark.parametrize("q", ["naive", "pairwise"])
+def test_deferred_underflow_check_equals_the_eager_check(q, monkeypatch, dtype):
+    """The greedy driver reads the VI bounds' underflow check with the pick; the picks are the eager ones.
+
+    With the exponent floor at 0 every class sum counts as underflowed: each step's fast bounds
+    are flagged, the driver asks for the exact ones, and the run equals one that checks at once.
+    """
+    from tensorprob.information import _variational
+    from tensorprob.selection._pda import VariationalCriterion
+
+    X, y = random_data(11, M=200, N=8)
+    normal = tp.VMI(k=5, q=q).fit(X, y)
+    monkeypatch.setattr(_variational, "exp_floor", lambda dt: 0.0)
+    exact_calls = []
+    orig = VariationalCriterion.exact_scores
+    monkeypatch.setattr(VariationalCriterion, "exact_scores",
+                        lambda self, first: exact_calls.append(first) or orig(self, first))
+    deferred = tp.VMI(k=5, q=q).fit(X, y)
+    if q == "pairwise":  # the naive bounds do not use the floor: nothing to recheck there
+        assert len(exact_calls) >= 4  # every step after the first
+    monkeypatch.setattr(VariationalCriterion, "scores", lambda self: self.state.bounds() / self.data.log_base)
+    eager = tp.VMI(k=5, q=q).fit(X, y)
+    assert deferred.selected_.tolist() == eager.selected_.tolist() == normal.selected_.tolist()
+    np.testing.assert_array_equal(deferred.scores_, eager.scores_)
+    np.testing.assert_allclose(deferred.scores_, normal.scores_, **tols(dtype, atol=1e-12))

@@ -174,6 +174,27 @@ class VariationalState:
             return _log(self._acc(j, j + 1)[:, 0] / len(self.chain)).T + self.base
         return self._terms(j, j + 1, zero)[:, 0, :].T + self.base
 
+    #: set by :meth:`bounds` with ``defer=True``: the underflow check is left on the device
+    _deferred: bool = False
+    _unchecked: torch.Tensor | None = None
+
+    def _defer(self, bad: torch.Tensor) -> bool:
+        """With a deferred check, record whether ``bad`` has an entry (no transfer) and skip the exact fix."""
+        if not self._deferred:
+            return False
+        flag = bad.any()
+        self._unchecked = flag if self._unchecked is None else self._unchecked | flag
+        return True
+
+    def take_unchecked(self) -> torch.Tensor | None:
+        """The deferred check of the last ``bounds(defer=True)``: a 0-d bool tensor (then cleared), or None.
+
+        True means some sum underflowed and the bounds of those candidates were left inexact;
+        :meth:`bounds` without ``defer`` then gives the exact ones.
+        """
+        flag, self._unchecked = self._unchecked, None
+        return flag
+
     def _naive_bounds(self) -> torch.Tensor:
         """Bounds when every candidate's term is class-conditional only (naive q, or an empty chain).
 
@@ -202,7 +223,9 @@ class VariationalState:
                 lse = torch.gather(E[r0:r1] @ P, 1, rows - a * self.I)  # (rows, c - a)
                 bad = lse <= tiny * 1e3
                 lse = lse.clamp_min_(tiny).log_()
-                if bool(bad.any()):  # exact log-sum-exp where the product lost the scale
+                if self._defer(bad):
+                    pass
+                elif bool(bad.any()):  # exact log-sum-exp where the product lost the scale
                     m, i = torch.nonzero(bad, as_tuple=True)
                     m0 = m + r0
                     lse[m, i] = torch.logsumexp(b[m0] + self.log_p_class[rows[m, i]], dim=1) - mx[m0, 0]
@@ -213,8 +236,13 @@ class VariationalState:
         out /= self.M if d.weights is None else d.total_weight
         return out
 
-    def bounds(self) -> torch.Tensor:
+    def bounds(self, defer: bool = False) -> torch.Tensor:
         """L(C + i) for every candidate i, in nats: (N,).
+
+        With ``defer=True`` the underflow check below stays on the device (no transfer):
+        :meth:`take_unchecked` returns it, and only when it is set are the bounds recomputed
+        without ``defer``. The greedy driver reads it with the pick, in the same transfer.
+        A distributed run checks at once (each rank fixes its own samples, without a collective).
 
         Every term of log q is a log-probability (<= 0), so log q(x | c) + log p(c) <= B_m =
         max_c [log q(chain | c) + log p(c)] and ``exp`` of the shifted block never overflows:
@@ -222,6 +250,14 @@ class VariationalState:
         probability: the class sum is a weighted sum), no per-entry max. Sums that underflow
         (every class far below B_m) are recomputed exactly.
         """
+        d = self.data
+        self._deferred = defer and not d.distributed
+        try:
+            return self._bounds()
+        finally:
+            self._deferred = False
+
+    def _bounds(self) -> torch.Tensor:
         d = self.data
         if self.q == "naive" or not self.chain:
             return self._naive_bounds()
@@ -250,7 +286,9 @@ class VariationalState:
                 s = t.clamp_min_(floor).exp_().sum(0)
             lse = torch.log(s)
             bad = s <= thr
-            if bool(bad.any()):  # exact log-sum-exp where every class underflowed
+            if self._defer(bad):
+                pass
+            elif bool(bad.any()):  # exact log-sum-exp where every class underflowed
                 ci, m = torch.nonzero(bad, as_tuple=True)
                 lse[ci, m] = torch.logsumexp(self._entries(ci + a, m, shift_t), dim=0)
             terms = own - prior_y[None, :] - lse

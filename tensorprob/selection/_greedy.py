@@ -13,6 +13,9 @@ Criterion protocol (see :class:`Criterion`):
   returning False selects nothing this iteration (the VI restart rule uses it to drop its
   chain).
 - ``update(j)``: add feature j to the criterion's state.
+- ``pending()`` / ``exact_scores(first)``: a check the last scores left on the device (a 0-d
+  bool tensor, or None), read together with the pick; when it is set the driver picks again
+  from the exact scores (the VI bounds defer their underflow test this way).
 - ``pair_classes``: False when the criterion reads only class-free pair quantities
   (``pair_information(j, classes=False)``), so that the data may plan class-free tables.
 - ``state_bytes(n_rows, n_features, n_classes, dtype)``: the per-sample state the criterion keeps
@@ -28,7 +31,8 @@ strict ``>`` would do), and records the criterion value of each pick. A column w
 single observed entry (see :attr:`tensorprob.counting.SelectionData.unobserved`) is held
 back until every other column is selected: it scores 0 and carries no information, so it
 never wins a tie (or a contest with negative scores) against an observed column. On a GPU a step
-costs one device-to-host transfer (the pick and its value); everything else stays queued.
+costs one device-to-host transfer (the pick, its value and any pending check); everything else
+stays queued.
 """
 from __future__ import annotations
 
@@ -65,6 +69,19 @@ class Criterion:
     def update(self, j: int) -> None:
         self.selected.append(j)
 
+    def pending(self) -> torch.Tensor | None:
+        """A check left on the device by the last scores: a 0-d bool tensor, or None (nothing to check).
+
+        A criterion whose fast scores can be inexact on rare entries (the VI bounds, when a
+        sum underflows) may leave that test on the device; the driver reads it together with the
+        pick and, when it is true, picks again from :meth:`exact_scores`. Reading it clears it.
+        """
+        return None
+
+    def exact_scores(self, first: bool) -> torch.Tensor:
+        """The scores with every check done at once (what ``pending`` asks for)."""
+        return self.first_scores() if first else self.scores()
+
     def static(self) -> bool:
         """True when the scores never change and every pick is accepted (MIM).
 
@@ -99,13 +116,19 @@ class Separately:
 
     def scores(self, active: list[int], first: list[bool]) -> torch.Tensor:
         """(len(active), N) scores of the active members (``first_scores`` where ``first[b]``)."""
-        c = self.criteria
-        return torch.stack([c[b].first_scores() if first[b] else c[b].scores() for b in active])
+        return torch.stack([checked_scores(self.criteria[b], first[b]) for b in active])
 
     def update(self, picks: dict[int, int]) -> None:
         """Add each member's pick (member -> feature) to its criterion."""
         for b, j in picks.items():
             self.criteria[b].update(j)
+
+
+def checked_scores(criterion: Criterion, first: bool) -> torch.Tensor:
+    """The criterion's scores with its pending check (:meth:`Criterion.pending`) read at once."""
+    s = criterion.first_scores() if first else criterion.scores()
+    flag = criterion.pending()
+    return criterion.exact_scores(first) if flag is not None and bool(flag) else s
 
 
 def tie_tolerance(dtype: torch.dtype) -> float:
@@ -163,12 +186,14 @@ def lowest_argmax(scores: torch.Tensor, available: torch.Tensor) -> int:
     return int(j)
 
 
-def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
+def _pick(scores: torch.Tensor, available: torch.Tensor,
+          check: torch.Tensor | None = None) -> tuple[int, float, bool]:
     """Index and value of the pick with one device-to-host transfer (one sync per greedy step).
 
-    On the CPU the same float64 operations run in NumPy on the tensors' memory: a few
-    microseconds instead of about 50 for six small torch operations, which is what a greedy
-    step costs on small data.
+    ``check`` (a criterion's :meth:`Criterion.pending`) travels in the same transfer; the third
+    value says whether it was set. On the CPU the same float64 operations run in NumPy on the
+    tensors' memory: a few microseconds instead of about 50 for six small torch operations,
+    which is what a greedy step costs on small data.
     """
     if scores.device.type == "cpu":
         raw = scores.detach().numpy().astype(np.float64, copy=False)
@@ -182,10 +207,11 @@ def _pick(scores: torch.Tensor, available: torch.Tensor) -> tuple[int, float]:
         else:  # unavailable entries are -inf, below any finite threshold
             tied = s >= m - _TOL[scores.dtype] * max(abs(m), 1.0)
         j = int(np.argmax(tied))  # the first maximum: the lowest tied index
-        return j, float(raw[j])
+        return j, float(raw[j]), check is not None and bool(check)
     j, v = lowest_argmax_device(scores, available)
-    jf, value = torch.stack([j.to(torch.float64), v]).tolist()
-    return int(jf), value
+    parts = [j.to(torch.float64), v] + ([] if check is None else [check.to(torch.float64)])
+    got = torch.stack(parts).tolist()
+    return int(got[0]), got[1], check is not None and got[2] != 0.0
 
 
 def static_order(values: np.ndarray, available: np.ndarray, k: int, tol: float) -> list[int]:
@@ -278,7 +304,9 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
             available |= held
             n_held = 0
         s = criterion.first_scores() if first else criterion.scores()
-        j, value = _pick(s, available)
+        j, value, recheck = _pick(s, available, criterion.pending())
+        if recheck:  # the fast scores were inexact somewhere: pick from the exact ones
+            j, value, _ = _pick(criterion.exact_scores(first), available)
         if not criterion.accept(j, value):
             continue
         first = False

@@ -350,7 +350,13 @@ class VariationalCriterion(Criterion):
         return self.scores()
 
     def scores(self) -> torch.Tensor:
-        return self.state.bounds() / self.data.log_base  # the state works in nats
+        return self.state.bounds(defer=True) / self.data.log_base  # the state works in nats
+
+    def pending(self) -> torch.Tensor | None:
+        return self.state.take_unchecked()
+
+    def exact_scores(self, first: bool) -> torch.Tensor:
+        return self.state.bounds() / self.data.log_base
 
     def accept(self, j: int, score: float) -> bool:
         if self.state.chain and score - self.prev < self.restart_threshold:
