@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _helpers import tols
 
 import tensorprob as tp
 
@@ -71,11 +72,15 @@ def test_remodel_variant_picks_relevant_features_for_the_label():
     assert sel.model_ is None and len(sel.scores_) == 3
 
 
-def test_mc_objective_reproducible_and_within_stderr_of_exact():
+def test_mc_objective_reproducible_and_within_stderr_of_exact(device, dtype):
     X, y = planted(3000, seed=11)
     a = tp.GSMCPD(k=3, rank=3, n_samples=4000, random_state=0).fit(X, y)
     b = tp.GSMCPD(k=3, rank=3, n_samples=4000, random_state=0).fit(X, y)
-    assert a.selected_.tolist() == b.selected_.tolist() and np.array_equal(a.scores_, b.scores_)
+    assert a.selected_.tolist() == b.selected_.tolist()
+    if device == "cpu":
+        np.testing.assert_array_equal(a.scores_, b.scores_)
+    else:  # the same draws; CUDA's atomic float adds leave the order of some sums open
+        np.testing.assert_allclose(a.scores_, b.scores_, rtol=tols(dtype, rtol=1e-12)["rtol"], atol=0)
     exact = [a.model_.mutual_information(a.selected_[: i + 1].tolist()).value for i in range(3)]
     assert np.all(np.abs(a.scores_ - exact) < 4 * a.scores_stderr_)
 

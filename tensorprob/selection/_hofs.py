@@ -266,15 +266,16 @@ class HOFS(RealSelector):
 
     Examples
     --------
-    The label follows feature 2; HOFS picks it first:
+    The label follows feature 2; HOFS picks it first (the other four are noise, and which of
+    them comes next depends on the rounding of the ICA fits: dtype, device):
 
     >>> import numpy as np
     >>> from tensorprob import HOFS
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(300, 5))
     >>> y = (X[:, 2] + 0.1 * rng.normal(size=300) > 0).astype(int)
-    >>> HOFS(k=2, random_state=0).fit(X, y).selected_
-    array([2, 4])
+    >>> int(HOFS(k=2, random_state=0).fit(X, y).selected_[0])
+    2
     """
 
     method_name = "hofs"
