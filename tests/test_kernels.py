@@ -48,8 +48,10 @@ def test_incidence_gather_sum_matches_csr_reference(M, N, card, P, missing, devi
     torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * scale)
 
 
-@pytest.mark.parametrize("block_m, num_warps, num_stages", [(16, 2, None), (128, None, 2)])
-def test_launch_choices_give_the_same_sums(block_m, num_warps, num_stages, device, dtype):
+@pytest.mark.parametrize("block_m, num_warps, num_stages, n_split", [(16, 2, None, 1), (128, None, 2, 1),
+                                                                      (32, None, None, 3), (64, None, None, 7),
+                                                                      (16, None, None, 50)])
+def test_launch_choices_give_the_same_sums(block_m, num_warps, num_stages, n_split, device, dtype):
     # the launch choices that bench_gpu.py times: the same sums, rows off every block grid
     dev = _target_device(device)
     g = torch.Generator().manual_seed(5)
@@ -61,13 +63,17 @@ def test_launch_choices_give_the_same_sums(block_m, num_warps, num_stages, devic
     log_A = torch.log(torch.rand(N * card, P, generator=g, dtype=torch.float64)).to(dtype).to(dev)
     ref = incidence_matmul_reference(S, log_A)
     got = kernels.incidence_gather_sum(inc.flat_t(start, stop), log_A, block_m=block_m, num_warps=num_warps,
-                                       num_stages=num_stages)
+                                       num_stages=num_stages, n_split=n_split)
+    assert got.shape == (M, P) and got.dtype == dtype
     eps = torch.finfo(dtype).eps
     torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1.0))
 
 
 def test_kernel_rejects_bad_dtypes(device):
     dev = _target_device(device)
+    with pytest.raises(ValueError, match="n_split"):
+        kernels.incidence_gather_sum(torch.zeros(2, 3, dtype=torch.int32, device=dev), torch.zeros(4, 2, device=dev),
+                                     n_split=0)
     with pytest.raises(TypeError, match="int32"):
         kernels.incidence_gather_sum(torch.zeros(2, 3, dtype=torch.int64, device=dev), torch.zeros(4, 2, device=dev))
     with pytest.raises(TypeError, match="float32 or float64"):
