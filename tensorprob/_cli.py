@@ -135,8 +135,9 @@ def _check_mixed(df: Any, path: str) -> None:
 
     for c in df.columns:
         col = df[c]
-        # text arrives as object columns (pandas 2) or as the string dtype (pandas 3's default)
-        if not (pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype)):
+        # text: object columns (pandas 2) or the string dtype (pandas 3's default); is_string_dtype
+        # of a dtype is true for both
+        if not pd.api.types.is_string_dtype(col.dtype):
             continue
         vals = col.dropna().astype(str).str.strip()
         numeric = pd.to_numeric(vals, errors="coerce").notna()

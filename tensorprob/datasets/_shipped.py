@@ -364,7 +364,7 @@ def load_keel(name: str) -> tuple[Any, np.ndarray]:
     X = df.iloc[:, :-1].copy()
     X.columns = [f"a{j}" for j in range(X.shape[1])]
     y = df.iloc[:, -1].astype(str).str.strip().to_numpy()
-    for c in X.columns:  # text: object columns (pandas 2) or the string dtype (pandas 3)
-        if pd.api.types.is_object_dtype(X[c].dtype) or pd.api.types.is_string_dtype(X[c].dtype):
+    for c in X.columns:  # text: object columns (pandas 2) or the string dtype (pandas 3), both string dtypes
+        if pd.api.types.is_string_dtype(X[c].dtype):
             X[c] = X[c].astype(str).str.strip()
     return X, y

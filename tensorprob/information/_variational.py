@@ -186,17 +186,19 @@ class VariationalState:
             return _log(self._acc(j, j + 1)[:, 0] / len(self.chain)).T + self.base
         return self._terms(j, j + 1, zero)[:, 0, :].T + self.base
 
-    #: set by :meth:`bounds` with ``defer=True``: the underflow check is left on the device
-    _deferred: bool = False
+    #: the underflow test of ``bounds(defer=True)`` calls, left on the device (see take_unchecked)
     _unchecked: torch.Tensor | None = None
 
-    def _defer(self, bad: torch.Tensor) -> bool:
-        """With a deferred check, record whether ``bad`` has an entry (no transfer) and skip the exact fix."""
-        if not self._deferred:
-            return False
+    def _needs_fix(self, bad: torch.Tensor, defer: bool) -> bool:
+        """Whether the exact fallback for the entries ``bad`` runs now (one transfer).
+
+        With ``defer`` the test is kept on the device for :meth:`take_unchecked` and the fix skipped.
+        """
+        if not defer:
+            return bool(bad.any())
         flag = bad.any()
         self._unchecked = flag if self._unchecked is None else self._unchecked | flag
-        return True
+        return False
 
     def take_unchecked(self) -> torch.Tensor | None:
         """The deferred check of the last ``bounds(defer=True)``: a 0-d bool tensor (then cleared), or None.
@@ -207,7 +209,7 @@ class VariationalState:
         flag, self._unchecked = self._unchecked, None
         return flag
 
-    def _naive_bounds(self) -> torch.Tensor:
+    def _naive_bounds(self, defer: bool = False) -> torch.Tensor:
         """Bounds when every candidate's term is class-conditional only (naive q, or an empty chain).
 
         With b = log q(chain) + log p(c), the log-sum-exp over classes of b[m, c] + log p^(v | c)
@@ -235,9 +237,7 @@ class VariationalState:
                 lse = torch.gather(E[r0:r1] @ P, 1, rows - a * self.I)  # (rows, c - a)
                 bad = lse <= tiny * 1e3
                 lse = lse.clamp_min_(tiny).log_()
-                if self._defer(bad):
-                    pass
-                elif bool(bad.any()):  # exact log-sum-exp where the product lost the scale
+                if self._needs_fix(bad, defer):  # exact log-sum-exp where the product lost the scale
                     m, i = torch.nonzero(bad, as_tuple=True)
                     m0 = m + r0
                     lse[m, i] = torch.logsumexp(b[m0] + self.log_p_class[rows[m, i]], dim=1) - mx[m0, 0]
@@ -263,16 +263,9 @@ class VariationalState:
         (every class far below B_m) are recomputed exactly.
         """
         d = self.data
-        self._deferred = defer and not d.distributed
-        try:
-            return self._bounds()
-        finally:
-            self._deferred = False
-
-    def _bounds(self) -> torch.Tensor:
-        d = self.data
+        defer = defer and not d.distributed
         if self.q == "naive" or not self.chain:
-            return self._naive_bounds()
+            return self._naive_bounds(defer)
         n = len(self.chain)
         out = torch.empty(self.N, dtype=d.dtype, device=d.codes.device)
         b_t = (self.base + self.log_prior).T  # (C, M)
@@ -298,9 +291,7 @@ class VariationalState:
                 s = t.clamp_min_(floor).exp_().sum(0)
             lse = torch.log(s)
             bad = s <= thr
-            if self._defer(bad):
-                pass
-            elif bool(bad.any()):  # exact log-sum-exp where every class underflowed
+            if self._needs_fix(bad, defer):  # exact log-sum-exp where every class underflowed
                 ci, m = torch.nonzero(bad, as_tuple=True)
                 lse[ci, m] = torch.logsumexp(self._entries(ci + a, m, shift_t), dim=0)
             terms = own - prior_y[None, :] - lse
