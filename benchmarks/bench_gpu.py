@@ -46,20 +46,6 @@ def timed(fn, repeats=3):
     return seconds, out
 
 
-def count_syncs(fn):
-    """Device-to-host synchronizations during ``fn()`` (and its result)."""
-    sync()
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            out = fn()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    n = sum(1 for w in rec if "synchroniz" in str(w.message).lower())
-    return n, out
-
-
 def sync_sites(fn) -> collections.Counter:
     """Device-to-host synchronizations during ``fn()``, by the innermost three tensorprob frames that caused them."""
     cnt: collections.Counter = collections.Counter()
@@ -83,6 +69,11 @@ def sync_sites(fn) -> collections.Counter:
             torch.cuda.set_sync_debug_mode("default")
             warnings.showwarning = old
     return cnt
+
+
+def count_syncs(fn) -> int:
+    """Device-to-host synchronizations during ``fn()``."""
+    return sum(sync_sites(fn).values())
 
 
 def copy_bandwidth() -> float:
@@ -169,8 +160,8 @@ def sec_em(args, bw, rows, extra):
             dense = M * 20 * restarts * (esz + 8 * 6)
             b_now = nnz * (esz + 8) + nnz * (8 + 8) + dense
             b_min = 2 * M * N * 1 + dense  # uint8 codes read twice
-            n_sync, _ = count_syncs(lambda: tp.fit_cpd(codes, rank=20, device=DEV, dtype=dt, n_iter_max=10, tol=0.0,
-                                                       random_state=0, n_restarts=restarts))
+            n_sync = count_syncs(lambda: tp.fit_cpd(codes, rank=20, device=DEV, dtype=dt, n_iter_max=10, tol=0.0,
+                                                    random_state=0, n_restarts=restarts))
             label = f"rank 20 x {restarts} start(s), {dt}" + ("" if budget is None else f", budget {budget >> 30} GiB")
             rows.append({"section": "EM iteration", "data": name, "variant": label,
                          "seconds": per,
@@ -209,7 +200,7 @@ def sec_select(args, bw, rows, extra):
         for method in ("mim", "mrmr", "jmi", "cmim"):
             for dt in ("float32", "float64"):
                 sec, sel = timed(lambda: tp.select_features(Xc, yc, k, method=method, device=DEV, dtype=dt))
-                n_sync, _ = count_syncs(lambda: tp.select_features(Xc, yc, k, method=method, device=DEV, dtype=dt))
+                n_sync = count_syncs(lambda: tp.select_features(Xc, yc, k, method=method, device=DEV, dtype=dt))
                 picks[(name, method, dt)] = sel.selected_.tolist()
                 steps = 1 if method == "mim" else k
                 b_now = steps * M * N * (8 + 4 + 4)  # int64 codes read, int32 index written + read
@@ -231,8 +222,8 @@ def sec_gsm(args, bw, rows, extra):
         sec, sel = timed(lambda: tp.GSMCPD(k=k, rank=20, n_samples=5000, lazy=True, device=DEV, dtype=dt,
                                            random_state=0).fit(Xc, yc), 2)
         fit_s, _ = timed(lambda: tp.fit_cpd(np.column_stack([Xc]), rank=20, device=DEV, dtype=dt, random_state=0), 1)
-        n_sync, _ = count_syncs(lambda: tp.GSMCPD(k=k, rank=20, n_samples=5000, lazy=True, device=DEV, dtype=dt,
-                                                  random_state=0).fit(Xc, yc))
+        n_sync = count_syncs(lambda: tp.GSMCPD(k=k, rank=20, n_samples=5000, lazy=True, device=DEV, dtype=dt,
+                                               random_state=0).fit(Xc, yc))
         out[dt] = sel.selected_.tolist()
         rows.append({"section": "GSM-CPD", "data": "MNIST-5k", "variant": f"k={k} rank 20 T=5000 lazy, {dt}",
                      "seconds": sec, "syncs_per_call": n_sync,
@@ -255,7 +246,7 @@ def sec_vmi(args, bw, rows, extra):
                 peak = torch.cuda.max_memory_allocated() - base
                 n_sync = ""
                 if name == "MNIST-5k":
-                    n_sync, _ = count_syncs(lambda: tp.VMI(k=k, q=q, device=DEV, dtype=dt).fit(Xc, yc))
+                    n_sync = count_syncs(lambda: tp.VMI(k=k, q=q, device=DEV, dtype=dt).fit(Xc, yc))
                 picks[dt] = sel.selected_.tolist()
                 C = int(yc.max()) + 1
                 esz = 4 if dt == "float32" else 8

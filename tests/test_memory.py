@@ -9,17 +9,17 @@ import torch
 
 import tensorprob as tp
 
-# child: build data, warm torch up, reset the RSS high-water mark, and report its rise over the work.
-# glibc's mmap threshold is pinned so that freed blocks go back to the system at once: the
-# figure then counts what the library holds live, not what the allocator keeps for reuse.
-_CHILD = """
+# shared by the child scripts: imports and the reader of /proc/self/status fields (KiB)
+_PROLOGUE = """
 import sys
 import numpy as np, torch, tensorprob
 
 def kib(field):
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
-
+"""
+# child: build data, warm torch up, reset the RSS high-water mark, and report its rise over the work.
+_CHILD = _PROLOGUE + """
 what, budget = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(0)
 X = rng.integers(0, 4, size=(50000, 40))
@@ -41,11 +41,20 @@ print((kib("VmHWM") - r0) / 1024, repr(float(out)))
 """
 
 
-def _peak_mib(what: str, budget: int) -> tuple[float, float]:
+def _run_child(code: str, *args) -> list[str]:
+    """Run a child script with one thread; the words it printed.
+
+    glibc's mmap threshold is pinned so that freed blocks go back to the system at once: a peak
+    RSS then counts what the library holds live, not what the allocator keeps for reuse.
+    """
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}
-    run = subprocess.run([sys.executable, "-W", "ignore", "-c", _CHILD, what, str(budget)], capture_output=True,
+    run = subprocess.run([sys.executable, "-W", "ignore", "-c", code, *map(str, args)], capture_output=True,
                          text=True, check=True, env=env)
-    peak, value = run.stdout.split()
+    return run.stdout.split()
+
+
+def _peak_mib(what: str, budget: int) -> tuple[float, float]:
+    peak, value = _run_child(_CHILD, what, budget)
     return float(peak), float(value)
 
 
@@ -64,14 +73,8 @@ def test_peak_memory_follows_the_budget(what):
     assert small < 0.6 * large, (small, large)  # measured 115, 63, 51 MiB at 512 MiB
 
 
-_VI_CHILD = """
-import sys
-import numpy as np, torch, tensorprob
+_VI_CHILD = _PROLOGUE + """
 from tensorprob.information import _variational
-
-def kib(field):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
 
 budget = int(sys.argv[1])
 # the choice made on a GPU: a blocked temporary may take the whole memory budget
@@ -98,10 +101,7 @@ def test_vi_bound_blocks_keep_their_live_copies_within_the_budget(device, dtype)
     # With blocks as large as the budget (a GPU's choice), the few block-sized temporaries alive in
     # a bounds pass took 3x the budget on the CPU and 5x on an H200; blocks now take a fifth.
     budget = 64 * 2**20
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}
-    run = subprocess.run([sys.executable, "-W", "ignore", "-c", _VI_CHILD, str(budget)], capture_output=True,
-                         text=True, check=True, env=env)
-    peak = float(run.stdout.split()[0])
+    peak = float(_run_child(_VI_CHILD, budget)[0])
     assert peak < 64 + 16, peak  # MiB: measured 54 (198 before)
 
 
