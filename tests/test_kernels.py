@@ -28,19 +28,18 @@ def _target_device(device: str) -> torch.device:
 SHAPES = [(1, 1, 2, 1), (7, 3, 4, 5), (64, 10, 3, 64), (65, 9, 5, 65), (130, 17, 2, 3), (200, 4, 6, 130)]
 
 
-@pytest.mark.parametrize("M,N,card,P", SHAPES)
-@pytest.mark.parametrize("missing", [0.0, 0.2])
-def test_incidence_gather_sum_matches_csr_reference(M, N, card, P, missing, device, dtype):
-    dev = _target_device(device)
-    g = torch.Generator().manual_seed(M * 1000 + N * 10 + P)
+def _gather_case(M, N, card, P, missing, seed, dev, dtype):
+    """Random codes (a fraction ``missing`` left out), their incidence and log factors: (flat_t, log_A, CSR reference)."""
+    g = torch.Generator().manual_seed(seed)
     codes = torch.randint(0, card, (M, N), generator=g)
     codes[torch.rand(M, N, generator=g) < missing] = -1
-    cards = torch.full((N,), card)
-    inc = Incidence(codes.to(dev), cards.to(dev), dtype)
+    inc = Incidence(codes.to(dev), torch.full((N,), card).to(dev), dtype)
     (start, stop, S, _), = inc.chunks()
     log_A = torch.log(torch.rand(N * card, P, generator=g, dtype=torch.float64)).to(dtype).to(dev)
-    ref = incidence_matmul_reference(S, log_A)
-    got = kernels.incidence_gather_sum(inc.flat_t(start, stop), log_A)
+    return inc.flat_t(start, stop), log_A, incidence_matmul_reference(S, log_A)
+
+
+def _assert_same_sums(got, ref, M, P, dtype):
     assert got.dtype == dtype and got.shape == (M, P)
     assert torch.isfinite(got).all()
     eps = torch.finfo(dtype).eps
@@ -48,25 +47,22 @@ def test_incidence_gather_sum_matches_csr_reference(M, N, card, P, missing, devi
     torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * scale)
 
 
+@pytest.mark.parametrize("M,N,card,P", SHAPES)
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_incidence_gather_sum_matches_csr_reference(M, N, card, P, missing, device, dtype):
+    flat_t, log_A, ref = _gather_case(M, N, card, P, missing, M * 1000 + N * 10 + P, _target_device(device), dtype)
+    _assert_same_sums(kernels.incidence_gather_sum(flat_t, log_A), ref, M, P, dtype)
+
+
 @pytest.mark.parametrize("block_m, num_warps, num_stages, n_split", [(16, 2, None, 1), (128, None, 2, 1),
                                                                       (32, None, None, 3), (64, None, None, 7),
                                                                       (16, None, None, 50)])
 def test_launch_choices_give_the_same_sums(block_m, num_warps, num_stages, n_split, device, dtype):
     # the launch choices that bench_gpu.py times: the same sums, rows off every block grid
-    dev = _target_device(device)
-    g = torch.Generator().manual_seed(5)
-    M, N, card, P = 150, 7, 4, 20
-    codes = torch.randint(0, card, (M, N), generator=g)
-    codes[torch.rand(M, N, generator=g) < 0.1] = -1
-    inc = Incidence(codes.to(dev), torch.full((N,), card).to(dev), dtype)
-    (start, stop, S, _), = inc.chunks()
-    log_A = torch.log(torch.rand(N * card, P, generator=g, dtype=torch.float64)).to(dtype).to(dev)
-    ref = incidence_matmul_reference(S, log_A)
-    got = kernels.incidence_gather_sum(inc.flat_t(start, stop), log_A, block_m=block_m, num_warps=num_warps,
-                                       num_stages=num_stages, n_split=n_split)
-    assert got.shape == (M, P) and got.dtype == dtype
-    eps = torch.finfo(dtype).eps
-    torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1.0))
+    flat_t, log_A, ref = _gather_case(150, 7, 4, 20, 0.1, 5, _target_device(device), dtype)
+    got = kernels.incidence_gather_sum(flat_t, log_A, block_m=block_m, num_warps=num_warps, num_stages=num_stages,
+                                       n_split=n_split)
+    _assert_same_sums(got, ref, 150, 20, dtype)
 
 
 def test_kernel_rejects_bad_dtypes(device):
