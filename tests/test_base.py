@@ -15,7 +15,7 @@ def test_two_kinds_of_selector_under_one_base():
     assert {c.__name__ for c in _BaseSelector.__subclasses__()} == {"CodedSelector", "RealSelector"}
     for name in available_methods():
         cls = get_selector(name)
-        assert issubclass(cls, RealSelector if name in ("hofs", "gmi", "spec", "trace_ratio") else CodedSelector), name
+        assert issubclass(cls, RealSelector if name in ("hofs", "gmi", "pairwise_dp", "spec", "trace_ratio") else CodedSelector), name
 
 
 @pytest.mark.parametrize("method", available_methods())

@@ -209,7 +209,7 @@ def test_faults_raise_on_every_rank_naming_the_rank():
         assert out["classes"] == ["a", "b"]
 
 
-@pytest.mark.parametrize("cls", [tp.HOFS, tp.GMI])
+@pytest.mark.parametrize("cls", [tp.HOFS, tp.GMI, tp.PairwiseDp])
 def test_mst_and_ica_selectors_refuse_distributed(cls):
     X, _, _, labels, _, _ = _data()
     with pytest.raises(ValueError, match="does not support distributed=True"):

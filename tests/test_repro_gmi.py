@@ -72,3 +72,17 @@ def test_one_shot_order(script):
     expected = sorted(range(6), key=lambda j: (totals[j], j))
     assert list(sel.ranking_) == expected
     assert list(sel.selected_) == expected[:4]
+
+
+def test_dp_estimate_counts_the_class_pair_trees(script):
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.spatial.distance import cdist
+
+    X, y = script.sample_model(60, 3, 0.8, np.random.default_rng(7))
+    Z = (X - X.mean(0)) / X.std(0, ddof=1)
+    cross = 0
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        idx = np.flatnonzero((y == i) | (y == j))
+        tree = minimum_spanning_tree(cdist(Z[idx], Z[idx])).tocoo()
+        cross += int(np.sum(y[idx][tree.row] != y[idx][tree.col]))
+    assert script.dp_estimate(X, y, 3) == pytest.approx(cross / 60, abs=1e-15)

@@ -35,6 +35,18 @@ the product of class-conditional marginals, a lower bound of the conditional geo
 (theorem 1). The priors ``p`` are the class frequencies of the whole sample. When they are
 replaced by the class frequencies of the halves the estimate reduces to ``1 - R / n`` with R
 the total number of original-permuted edges (the classical two-sample FR estimate).
+
+*Pairwise Friedman-Rafsky bound on the Bayes error* (the D_p baseline of Sekeh and Hero,
+after Berisha et al. 2016). For classes i != j with priors p and densities f write
+``delta_ij = int p_i f_i p_j f_j / (p_i f_i + p_j f_j)``. At every x the Bayes error's
+integrand ``sum_c p_c f_c - max_c p_c f_c`` is at most ``sum_{i<j} min(p_i f_i, p_j f_j)``
+(each non-maximal term is the minimum of its pair with the maximal one), and a minimum is at
+most twice the harmonic-mean term, so ``err_Bayes <= 2 sum_{i<j} delta_ij``. In terms of the
+Henze-Penrose divergence of the pair, ``delta_ij = (p_i + p_j) q_i q_j (1 - D_q(f_i, f_j))``
+with ``q`` the priors within the pair, and the FR estimate
+``1 - D^_q = C_ij (n_i + n_j) / (2 n_i n_j)`` (C_ij: edges joining the two classes in the MST of
+their n_i + n_j points, ``p_c = n_c / n``) gives ``delta^_ij = C_ij / (2 n)``. The estimated
+bound is therefore ``sum_{i<j} C_ij / n``: cross-class edges of the pairwise trees per sample.
 """
 from __future__ import annotations
 
@@ -44,7 +56,8 @@ import torch
 
 from .._device import chunk_rows
 
-__all__ = ["GMIPairs", "batched_mst", "gmi_lower_bound", "mst_cross_counts", "pairwise_gmi", "split_and_permute"]
+__all__ = ["GMIPairs", "batched_mst", "class_pair_cross_edges", "gmi_lower_bound", "mst_cross_counts", "pairwise_gmi",
+           "split_and_permute"]
 
 
 def batched_mst(points: torch.Tensor, *, memory_budget: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -160,6 +173,74 @@ def mst_cross_counts(edges: torch.Tensor, groups: torch.Tensor, n_groups: int) -
     idx = torch.arange(n_groups, device=edges.device)
     out[:, idx, idx] = counts[:, idx, idx]
     return out
+
+
+def class_pair_cross_edges(points: torch.Tensor, y: torch.Tensor, n_classes: int, *,
+                           memory_budget: int | None = None) -> torch.Tensor:
+    """Friedman-Rafsky counts of every class pair: edges joining the two classes in the MST of their points.
+
+    Parameters
+    ----------
+    points : torch.Tensor of shape (B, n, d) or (n, d)
+        B point sets over the same n samples (for example the same rows under B feature
+        subsets), floating dtype.
+    y : torch.Tensor of shape (n,)
+        Class codes in ``0 .. n_classes - 1``.
+    n_classes : int
+    memory_budget : int, optional
+        Bytes one chunk of point sets may use; defaults to ``get_config()["memory_budget"]``.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, P) or (P,), int64
+        ``P = n_classes (n_classes - 1) / 2`` counts, pairs (i, j), i < j, in the order of
+        ``torch.triu_indices(n_classes, n_classes, 1)``. A pair with an empty class counts 0.
+
+    Notes
+    -----
+    All pairs of all point sets go through one batched Prim (:func:`batched_mst`). A pair's
+    points are padded to the largest pair's size with copies of one point placed beyond the
+    diameter of the set (every coordinate above the maximum by the sum of the coordinate
+    ranges, plus 1): each pad-to-sample edge is then longer than any sample-to-sample edge,
+    so the tree restricted to the samples is their own minimum spanning tree and exactly one
+    edge joins it to the pads; pad edges are not counted.
+    """
+    squeeze = points.dim() == 2
+    if squeeze:
+        points = points.unsqueeze(0)
+    if not torch.is_floating_point(points):
+        points = points.to(torch.float64)
+    B, n, d = points.shape
+    dev = points.device
+    y = y.to(device=dev, dtype=torch.long)
+    pi, pj = torch.triu_indices(n_classes, n_classes, offset=1, device=dev)
+    P = pi.numel()
+    out = torch.zeros((B, P), dtype=torch.long, device=dev)
+    if P == 0 or B == 0:
+        return out[0] if squeeze else out
+    sizes = torch.bincount(y, minlength=n_classes)
+    starts = torch.cumsum(sizes, 0) - sizes
+    by_class = torch.argsort(y, stable=True)  # rows grouped by class, in row order within a class
+    ni, nj = sizes[pi, None], sizes[pj, None]  # (P, 1)
+    n_max = int((sizes[pi] + sizes[pj]).max())
+    pos = torch.arange(n_max, device=dev)[None, :]  # (1, n_max)
+    in_i, in_j = pos < ni, (pos >= ni) & (pos < ni + nj)
+    slot = torch.where(in_i, starts[pi, None] + pos, starts[pj, None] + pos - ni).clamp_(0, max(n - 1, 0))
+    rows = torch.where(in_i | in_j, by_class[slot], torch.full_like(slot, n))  # n: the pad point
+    group = torch.where(in_i, 0, torch.where(in_j, 1, 2))  # (P, n_max): class i, class j, pad
+    # per chunk of point sets: the gathered pairs (P n_max d) and Prim's temporaries
+    step = chunk_rows(P * n_max * (3 * d + 6) * points.element_size(), B, memory_budget)
+    for start in range(0, B, step):
+        pts = points[start:start + step]
+        hi, lo = pts.amax(1), pts.amin(1)  # (b, d)
+        pad = hi + ((hi - lo).sum(1, keepdim=True) + 1)
+        ext = torch.cat([pts, pad[:, None, :]], 1)  # (b, n + 1, d)
+        sets = ext[:, rows].reshape(-1, n_max, d)  # (b P, n_max, d)
+        edges, _ = batched_mst(sets, memory_budget=memory_budget)
+        g = group.repeat(pts.shape[0], 1)  # (b P, n_max)
+        ga, gb = torch.gather(g, 1, edges[..., 0]), torch.gather(g, 1, edges[..., 1])
+        out[start:start + step] = ((ga + gb) == 1).sum(1).view(-1, P)  # one end in i, the other in j
+    return out[0] if squeeze else out
 
 
 def gmi_lower_bound(cross: torch.Tensor, n_orig: torch.Tensor, n_perm: torch.Tensor, priors: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ returns the class of a name.
 from ._api import available_methods, get_selector, register, select_features
 from ._base import BaseSelector, CodedSelector, GreedySelector, RealSelector
 from ._classic import CIFE, CMIM, DISR, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR
-from ._gmi import GMI
+from ._gmi import GMI, PairwiseDp
 from ._graph import SPEC, TraceRatio
 from ._gsm import GSMCPD
 from ._hofs import HOFS
@@ -29,6 +29,7 @@ __all__ = [
            "MRI",
            "MRMR",
            "PDA",
+           "PairwiseDp",
            "RMRMR",
            "SPEC",
            "SPECCMI",
