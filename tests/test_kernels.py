@@ -104,3 +104,22 @@ def test_em_with_forced_kernel_equals_reference(monkeypatch, device, dtype):
     b = tp.fit_cpd(X, rank=3, n_iter_max=8, tol=0.0, random_state=0)
     eps = torch.finfo(dtype).eps
     np.testing.assert_allclose(b.loglik_history_, a.loglik_history_, rtol=256 * eps, atol=0)
+
+
+def test_cache_decision_counts_the_kernels_copy(device, dtype):
+    """The gather kernel's int32 copy of the codes (4 bytes per entry) counts towards the cache budget."""
+    _target_device(device)
+    M, N = 2000, 10  # sizes above the smallest budget allowed (64 KiB)
+    codes = torch.randint(0, 3, (M, N), device=device)
+    cards = torch.full((N,), 3, device=device)
+    isz = 4 if Incidence(codes, cards, dtype).itype == torch.int32 else 8
+    vsz = torch.tensor([], dtype=dtype).element_size() * 2
+    fits_csr = M * N * 2 * isz + N * vsz  # the CSR indices, and the values of one chunk of one row
+
+    def cached(budget, kernel):
+        with tp.config_context(memory_budget=budget):
+            return Incidence(codes, cards, dtype, bytes_per_row=64, max_rows=1, kernel=kernel).cached
+
+    short = fits_csr + M * N * 2  # short of the kernel's 4 bytes per entry
+    assert cached(short, kernel=False) and not cached(short, kernel=True)
+    assert cached(fits_csr + M * N * 4, kernel=True) and not cached(fits_csr - 1, kernel=False)

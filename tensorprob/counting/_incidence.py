@@ -114,10 +114,11 @@ class Incidence:
     """Row-chunked incidence matrix of coded data, in CSR form for both S and S^T.
 
     The chunks are cached when all of them together fit the memory budget (the usual
-    case: ``nnz * (8 + itemsize + 4 + itemsize_t)`` bytes) and otherwise rebuilt from the
-    codes at every pass, so the extra memory of a pass stays within the budget at the price
-    of building each chunk again (a few elementwise passes over its codes, cheaper than the
-    products it feeds). Indices are int32 whenever the sizes allow.
+    case: two column indices per entry, plus the gather kernel's int32 copy when it runs)
+    and otherwise rebuilt from the codes at every pass, so the extra memory of a pass stays
+    within the budget at the price of building each chunk again (a few elementwise passes
+    over its codes, cheaper than the products it feeds). Indices are int32 whenever the
+    sizes allow.
 
     Parameters
     ----------
@@ -142,11 +143,15 @@ class Incidence:
     cache : bool, optional
         False: never keep the chunks, build each at every pass (codes read from a file).
         Default: keep them when they fit the budget.
+    kernel : bool, default=False
+        Whether the gather kernel will read :meth:`flat_t`: its int32 copy is kept with the
+        cached chunks, 4 more bytes per entry, and counts towards the budget.
     """
 
     def __init__(self, codes: torch.Tensor, cardinalities: torch.Tensor, dtype: torch.dtype,
                  bytes_per_row: int | None = None, dtype_t: torch.dtype | None = None,
-                 device: torch.device | None = None, max_rows: int | None = None, cache: bool | None = None) -> None:
+                 device: torch.device | None = None, max_rows: int | None = None, cache: bool | None = None,
+                 kernel: bool = False) -> None:
         self.codes = codes
         self.device = codes.device if device is None else torch.device(device)
         self.offsets = offsets_of(cardinalities.to(self.device))
@@ -170,7 +175,8 @@ class Incidence:
         if cache is False:  # each chunk is its own CSR matrix: its indices address one chunk only
             self.itype = torch.int32 if max(step, self.n_cols) * max(N, 1) < 2**31 else torch.int64
         self._cached = None
-        if cache is not False and (bytes_per_row is None or M * N * self._entry_bytes + step * N * vsz <= budget):
+        kept = M * N * (self._entry_bytes + (4 if kernel else 0))  # the CSR indices, and flat_t's int32
+        if cache is not False and (bytes_per_row is None or kept + step * N * vsz <= budget):
             self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
         self._flat_t: dict = {}
 

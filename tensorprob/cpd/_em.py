@@ -63,7 +63,8 @@ class EMData:
         device = rows.device if device is None else torch.device(device)
         max_rows = None if spill is None else spill.block_rows
         inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
-                        max_rows=max_rows, cache=None if spill is None else False)
+                        max_rows=max_rows, cache=None if spill is None else False,
+                        kernel=use_triton(torch.empty(0, device=device)))
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=device), cards.to(device))
         totals = weights.sum(0).to(device)
         if distributed:
