@@ -440,20 +440,27 @@ def report(args, t1, info, synth, minutes, picks=None, recorded=None):
             f"Mean |ours - paper| over the 9 GMI cells: recursive {rec[0]:.1f} points (mean signed {rec[1]:+.1f}), "
             f"one-shot {one[0]:.1f} points (mean signed {one[1]:+.1f}). Both orders use the same dependency matrix "
             "(same seed); only the rule that turns it into a ranking differs.", ""]
-    # paired comparison of the two orders over splits, per (N, k)
-    wrows = []
+    # paired comparisons over splits, per (N, k): the two orders, and GMI against the Dp baseline
+    def errors(meth, n, k):
+        return t1[(t1["method"] == meth) & (t1["n_select"] == n) & (t1["k"] == k)
+                  & (t1["classifier"] == "svm_rbf")].sort_values("split")["error"].to_numpy()
+
+    wrows, has_dp = [], "Dp" in set(t1["method"])
     for n in NS:
         for k in KS:
-            a = t1[(t1["method"] == "GMI (recursive)") & (t1["n_select"] == n) & (t1["k"] == k)
-                   & (t1["classifier"] == "svm_rbf")].sort_values("split")
-            b = t1[(t1["method"] == "GMI (one-shot)") & (t1["n_select"] == n) & (t1["k"] == k)
-                   & (t1["classifier"] == "svm_rbf")].sort_values("split")
-            c = win_tie_loss(a["error"].to_numpy(), b["error"].to_numpy())
-            wrows.append({"N": n, "k": k, "recursive %": 100 * (1 - a["error"].mean()),
-                          "one-shot %": 100 * (1 - b["error"].mean()), "recursive vs one-shot": c.outcome,
-                          "p": c.p_value})
-    out += ["Paired t-test over splits (5 %), recursive against one-shot (W = recursive more accurate):", "",
-            markdown(wrows, ["N", "k", "recursive %", "one-shot %", "recursive vs one-shot", "p"]), ""]
+            a, b = errors("GMI (recursive)", n, k), errors("GMI (one-shot)", n, k)
+            c = win_tie_loss(a, b)
+            row = {"N": n, "k": k, "recursive %": 100 * (1 - a.mean()), "one-shot %": 100 * (1 - b.mean()),
+                   "recursive vs one-shot": c.outcome, "p": c.p_value}
+            if has_dp:
+                d = errors("Dp", n, k)
+                c = win_tie_loss(a, d)
+                row.update({"Dp %": 100 * (1 - d.mean()), "recursive vs Dp": c.outcome, "p (Dp)": c.p_value})
+            wrows.append(row)
+    cols = ["N", "k", "recursive %", "one-shot %", "recursive vs one-shot", "p"]
+    out += ["Paired t-test over splits (5 %), recursive GMI against one-shot GMI"
+            + (" and against Dp" if has_dp else "") + " (W = recursive more accurate):", "",
+            markdown(wrows, cols + (["Dp %", "recursive vs Dp", "p (Dp)"] if has_dp else [])), ""]
     lin = curves[curves["classifier"] == "linear_svm"]
     lrows = []
     for k in KS:
