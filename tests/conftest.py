@@ -11,8 +11,9 @@ Choose lanes on the command line::
     pytest --device cuda            # the GPU lanes only
     pytest --device cpu --dtype float32
 
-The fast lane, ``pytest -m "not slow"``, leaves out the tests marked ``@pytest.mark.slow`` in
-their files (each takes seconds on two cores; the default run keeps them all).
+The fast lane, ``pytest -m "not slow" -n 2``, leaves out the tests marked ``@pytest.mark.slow``
+in their files (each takes seconds on two cores, or, like scikit-learn's estimator checks, they
+are many; the default run keeps them all).
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import tensorprob as tp
+
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    # one torch thread per xdist worker: workers x threads above the cores slows torch many-fold
+    torch.set_num_threads(1)
 
 DEVICES = ("cpu", "cuda")
 # Modules whose tests run in a subprocess that the lane cannot reach (the notebook kernels):

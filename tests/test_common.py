@@ -1,4 +1,5 @@
 """scikit-learn's common estimator checks over every registered selector and the two transformers."""
+import pytest
 import sklearn
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.fixes import parse_version
@@ -38,6 +39,7 @@ def _expected_failures(estimator):
     return failures
 
 
+@pytest.mark.slow  # about 2,300 checks in the two CPU lanes: the full run keeps them, the fast lane does not
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
