@@ -187,6 +187,7 @@ def class_pair_cross_edges(points: torch.Tensor, y: torch.Tensor, n_classes: int
     y : torch.Tensor of shape (n,)
         Class codes in ``0 .. n_classes - 1``.
     n_classes : int
+        Number of classes (a class without samples counts no edge).
     memory_budget : int, optional
         Bytes one chunk of point sets may use; defaults to ``get_config()["memory_budget"]``.
 
