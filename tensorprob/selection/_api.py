@@ -103,8 +103,8 @@ def select_features(X: Any, y: Any, k: int | str = 10, method: str = "jmi", **op
         Number of features ("auto" where the method defines a stopping rule).
     method : str, default="jmi"
         One of :func:`available_methods` ("mim", "mifs", "mrmr", "cife", "jmi", "cmim", "jmim",
-        "disr", "icap", "mri", "rmrmr", "spec_cmi", "pda", "vmi", "gsm_cpd", "hofs", "gmi", "spec",
-        "trace_ratio").
+        "disr", "icap", "mri", "rmrmr", "spec_cmi", "pda", "vmi", "gsm_cpd", "hofs", "gmi",
+        "pairwise_dp", "spec", "trace_ratio").
     **options
         Parameters of the method's estimator class.
 
