@@ -154,7 +154,7 @@ def test_default_fit_keeps_the_best_of_four_starts(dtype):
     m = tp.fit_cpd(s.X, rank=4, random_state=3, n_iter_max=60, dtype=dtype,
                    callback=lambda it, ll: finals.append(np.asarray(ll).copy()))
     assert finals[-1].shape == (4,)  # four starts in one batch by default
-    rtol = np.finfo(finals[-1].dtype).eps ** (2 / 3)
+    rtol = torch.finfo(dtype).eps ** (2 / 3)  # best_restart's margin: the working dtype's
     assert m.loglik_history_[-1] == finals[-1].max() or np.isclose(m.loglik_history_[-1], finals[-1].max(), rtol=rtol)
     one = tp.fit_cpd(s.X, rank=4, random_state=3, n_iter_max=60, dtype=dtype, n_restarts=1)
     # start 0 of the four is the single fit (on CUDA its batched sums may round differently)
@@ -175,6 +175,10 @@ def test_best_restart_ignores_rounding_ties(dtype):
     assert best_restart(close) == 1
     assert best_restart(np.array([np.nan, -3.0, -np.inf], dtype=dtype)) == 1
     assert best_restart(np.array([np.nan, np.nan], dtype=dtype)) == 0
+    # float32 fits keep float64 histories: the margin is the working dtype's, not the history's
+    tie32 = np.array([-5.26778783, -5.26778781, -5.26778782])  # one optimum, float32 rounding apart
+    assert best_restart(tie32, torch.float32) == 0 and best_restart(tie32, np.float32) == 0
+    assert best_restart(tie32) == 1  # float64's margin sees three different optima
 
 
 def test_same_seed_same_model():

@@ -306,19 +306,20 @@ def test_draws_by_passes_are_inverse_transform_draws():
 
 def test_spilled_blocks_bound_the_memory(monkeypatch, tmp_path):
     """Every product of the E-step and of the seeding sees at most block_rows rows; nothing is cached."""
+    from tensorprob.counting import _incidence
     from tensorprob.cpd import _em
 
     X, y = _distinct_planted(2000)
     D = int((X.max(0) + 1).sum()) + 3  # the (variable, value) columns, label included
     seen = []
-    for name in ("incidence_matmul", "_spmm"):
-        orig = getattr(_em, name)
+    for module, name in ((_em, "incidence_matmul"), (_incidence, "incidence_matmul_reference")):
+        orig = getattr(module, name)
 
         def spy(S, *args, _orig=orig, **kw):
             seen.append(S.shape[1] if S.shape[0] == D else S.shape[0])  # S (rows, D) or S^T (D, rows)
             return _orig(S, *args, **kw)
 
-        monkeypatch.setattr(_em, name, spy)
+        monkeypatch.setattr(module, name, spy)
     built = []
     orig_build = _em.EMData.build.__func__
     monkeypatch.setattr(_em.EMData, "build", classmethod(lambda cls, *a, **k: built.append(orig_build(cls, *a, **k))

@@ -32,7 +32,12 @@ from .._config import progress_bar
 from .._device import to_numpy
 from ..counting import Incidence
 from ..ops import incidence_matmul, use_triton
-from ..ops import incidence_matmul_reference as _spmm  # blocked CSR @ dense, also for S^T
+
+# S relative to each variable's most frequent value (Incidence(baseline=True)) pays from about a
+# million entries: one EM iteration 2.2x faster on MNIST-5k + label (3.9M entries, rank 20, one
+# thread), 0.8x on chess + label (118k entries, rank 10), where the extra small operations of an
+# iteration outweigh the 81 % of the sparse entries saved
+_BASELINE_MIN_ENTRIES = 1 << 20
 
 
 @dataclass
@@ -64,7 +69,8 @@ class EMData:
         max_rows = None if spill is None else spill.block_rows
         inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
                         max_rows=max_rows, cache=None if spill is None else False,
-                        kernel=use_triton(torch.empty(0, device=device)))
+                        kernel=use_triton(torch.empty(0, device=device)),
+                        baseline=spill is None and rows.numel() >= _BASELINE_MIN_ENTRIES)
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=device), cards.to(device))
         totals = weights.sum(0).to(device)
         if distributed:
@@ -194,9 +200,14 @@ def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: to
     f64 = torch.float64
     need_stats = lam_num is not None
     kernel = use_triton(state.log_A)
+    inc = data.incidence
+    floor = float(torch.tensor(_log_floor(state.log_A.dtype, data.cards.numel()), dtype=state.log_A.dtype))
     for start, stop, S, ST, w in data.blocks(state.weight_set, need_stats):
         m = stop - start
-        Lp = incidence_matmul(S, state.log_A, data.incidence.flat_t(start, stop) if kernel else None)  # (m, P)
+        if kernel:
+            Lp = incidence_matmul(S, state.log_A, inc.flat_t(start, stop))  # (m, P)
+        else:
+            Lp = inc.matmul(S, state.log_A, floor=floor)
         L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
         mx = L.amax(dim=2, keepdim=True)  # finite: every model has a component of positive weight
         E = torch.exp(L.sub_(mx))  # (m, B, Fmax), in place of L
@@ -205,7 +216,7 @@ def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: to
         if need_stats:
             wR = E.mul_((w / tot)[..., None])  # (m, B, Fmax) weighted responsibilities, in place of E
             lam_num += wR.sum(0)
-            num += _spmm(ST, wR.view(m, B * Fmax)[:, state.packed_pos])
+            num += inc.matmul_t(ST, wR.view(m, B * Fmax)[:, state.packed_pos], start, stop)
 
 
 def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tensor, alpha: float,
@@ -417,7 +428,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
             potential = torch.zeros(B, L, dtype=f64, device=device)
             for start, stop, S, _, w in data.blocks(ws, False):
-                match = _spmm(S, onehot).to(f64).view(stop - start, B, L)
+                match = data.incidence.matmul(S, onehot).to(f64).view(stop - start, B, L)
                 near = _rows_of(best_match, start, stop, device)
                 dist = (obs_of(start, stop)[:, :, None] - torch.maximum(match, near[:, :, None])).clamp_min(0)
                 potential += (w[:, :, None] * dist**2).sum(0)  # (B, L)
@@ -428,7 +439,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
             pick = torch.zeros(B, dtype=torch.int64, device=device)
         picked = onehot.view(D, B, L)[:, cols, pick]  # (D, B): the chosen seeds
         for start, stop, S, _, _ in data.blocks(ws, False):
-            m_new = _spmm(S, picked).to(f64)  # (rows, B)
+            m_new = data.incidence.matmul(S, picked).to(f64)  # (rows, B)
             old = _rows_of(best_match, start, stop, device)
             better = (m_new > old) & live[None, :]
             near = torch.where(better, torch.full_like(m_new, f, dtype=torch.int64),
@@ -442,7 +453,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
         wR = torch.zeros(stop - start, B, F, dtype=f64, device=device)
         wR.scatter_(2, _rows_of(nearest, start, stop, device)[:, :, None], w[:, :, None])
         lam += wR.sum(0)
-        num += _spmm(ST, wR.view(stop - start, B * F))
+        num += data.incidence.matmul_t(ST, wR.view(stop - start, B * F), start, stop)
     if data.distributed:
         buf = _distributed.all_reduce_sum(torch.cat([lam.view(-1), num.view(-1)]))
         lam, num = buf[:B * F].view(B, F), buf[B * F:].view(D, B * F)

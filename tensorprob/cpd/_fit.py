@@ -284,21 +284,24 @@ def _global_rows(rows: torch.Tensor, W: torch.Tensor) -> tuple[torch.Tensor, tor
     return g_rows, g_W.reshape(g_rows.shape[0], -1)
 
 
-def best_restart(final: np.ndarray) -> int:
+def best_restart(final: np.ndarray, dtype: Any = None) -> int:
     """Index of the start to keep among final mean log-likelihoods ``final`` of one model.
 
     Starts that end within a relative margin of the best count as equal and the first of them is
     kept: two starts that reach the same optimum differ only by rounding, which must not decide
-    the pick (a chunked fit would keep another start than the in-memory one). The margin is
-    ``eps ** (2/3)`` of the dtype (3.7e-11 in float64, 2.5e-5 in float32): far above summation
-    rounding, far below gaps between distinct optima. (Not the fit's ``tol``: starts that stop
-    within ``tol`` of each other can be different optima.)
+    the pick (a chunked or distributed fit would keep another start than the in-memory one). The
+    margin is ``eps ** (2/3)`` of the working dtype (3.7e-11 in float64, 2.5e-5 in float32): far
+    above summation rounding, far below gaps between distinct optima. (Not the fit's ``tol``:
+    starts that stop within ``tol`` of each other can be different optima.) ``dtype``: the fit's
+    working dtype (a torch or NumPy dtype), whose rounding the log-likelihoods carry even when
+    they are summed in float64; default ``final``'s own.
     """
     final = np.asarray(final)
     finite = np.isfinite(final)
     if not finite.any():
         return 0
-    margin = float(np.finfo(final.dtype).eps) ** (2 / 3)
+    eps = torch.finfo(dtype).eps if isinstance(dtype, torch.dtype) else np.finfo(dtype or final.dtype).eps
+    margin = float(eps) ** (2 / 3)
     top = final[finite].max()
     return int(np.flatnonzero(finite & (final >= top - margin * abs(top)))[0])
 
@@ -383,7 +386,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     for r in ranks:
         for k in range(K):
             idx = [b for b, s in enumerate(spec) if s[0] == r and s[1] == k]
-            best = idx[best_restart(final[idx])]
+            best = idx[best_restart(final[idx], dtype)]
             n_it = int(state.n_iter[best])
             log_A = state.log_A[:, state.model_cols[best]]  # (D, r) packed columns of the model
             models.append(CPDModel.from_log_params(
