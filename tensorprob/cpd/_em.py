@@ -10,7 +10,11 @@ matrix of the distinct data rows and ``log A`` the (D x B F) stacked log-factors
              A[:, b, :] = S^T @ (w[:, b] r[:, b, :]), normalised per variable block
 
 Both products are sparse-dense (torch CSR) with nnz(S) <= rows x N, so an iteration costs
-O(rows N B F). Rows are processed in chunks sized to the memory budget.
+O(rows N B F). Rows are processed in chunks sized to the memory budget. From about a million
+entries S is stored relative to each variable's most frequent value (``Incidence(baseline=True)``:
+its entries are left out, which on image-like data is most of them) and the products go through
+``Incidence.matmul`` / ``matmul_t``, which give the same results (see there for how floors and
+small sums stay exact).
 
 Precision. The working dtype (float32 on CUDA) is that of ``log A`` and of the E-step
 product ``S @ log A``, the bulk of the work. Everything after it (log-sum-exp,
