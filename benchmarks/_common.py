@@ -490,6 +490,46 @@ def set_torch_threads(n: int) -> None:
     tp.set_config(cpu_threads=None)
 
 
+# what a result depends on: the library, the kernels and the scripts (not their outputs)
+_TRACKED_FOR_RESULTS = ("tensorprob", "kernels", "benchmarks", ":(exclude)benchmarks/results",
+                        ":(exclude)benchmarks/REPRODUCTIONS.md")
+
+
+def uncommitted_edits(path: str = __file__) -> list[str]:
+    """Files of the library, kernels or scripts that differ from the checkout's commit (tracked or new).
+
+    Empty when the tree is clean, and when there is no ``.git`` beside ``benchmarks/`` (a copy of the
+    tree, whose commit ``$TENSORPROB_COMMIT`` names).
+    """
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    if os.environ.get("TENSORPROB_COMMIT", "").strip() or not os.path.exists(os.path.join(root, ".git")):
+        return []
+    try:
+        out = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=all", "--",
+                              *_TRACKED_FOR_RESULTS],
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return [ln[3:] for ln in out if ln.strip() and not ln[3:].endswith((".pyc", "/"))]
+
+
+def refuse_dirty(ap, args) -> None:
+    """``ap.error`` when a run that writes results (not ``--quick``, not ``--from-csv``) has uncommitted edits.
+
+    Results must name the commit that produced them; ``--allow-dirty`` runs anyway (a trial: the
+    report then lists the edits beside the commit).
+    """
+    if getattr(args, "quick", False) or getattr(args, "from_csv", False) or getattr(args, "allow_dirty", False):
+        return
+    dirty = uncommitted_edits()
+    if dirty:
+        shown = ", ".join(dirty[:6]) + (f" and {len(dirty) - 6} more" if len(dirty) > 6 else "")
+        ap.error(f"uncommitted edits to {shown}: results must come from a clean commit (commit or stash them, "
+                 "run from a clean clone, or pass --allow-dirty for a trial run whose report lists the edits)")
+
+
 def git_state(path: str = __file__) -> str:
     """``<commit>`` of the checkout holding ``path``, plus a note when the library has uncommitted edits.
 
@@ -508,11 +548,9 @@ def git_state(path: str = __file__) -> str:
     try:
         head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "tensorprob"], capture_output=True,
-                               text=True, check=True).stdout.split("\n")
-        dirty = [ln[3:] for ln in dirty if ln.strip()]
     except (OSError, subprocess.CalledProcessError):
         return "unknown commit"
+    dirty = uncommitted_edits(path)
     return head + (f" (with uncommitted edits to {', '.join(dirty)})" if dirty else "")
 
 
@@ -583,6 +621,9 @@ class Script:
         ap.add_argument("--tag", default=tag, help="appended to every output name: --tag cuda writes e.g. x_cuda.csv")
         ap.add_argument("--threads", type=int, default=self.threads,
                         help="torch / BLAS threads (default $TENSORPROB_THREADS or the script's default)")
+        ap.add_argument("--allow-dirty", action="store_true",
+                        help="run with uncommitted edits to the library or the scripts (a trial: the report lists "
+                             "them); without it such a run stops")
         add_options(ap, options or {})
         return ap
 
@@ -594,6 +635,7 @@ class Script:
     def parse(self, ap, argv=None):
         """Parse, set torch's threads, resolve ``--devices`` (into ``args.device_list``); returns the args."""
         args = ap.parse_args(argv)
+        refuse_dirty(ap, args)
         if args.threads:
             set_torch_threads(args.threads)
         if hasattr(args, "devices"):

@@ -35,7 +35,6 @@ import os
 import platform
 import socket
 import statistics
-import subprocess
 import sys
 import time
 
@@ -221,19 +220,15 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="also write the Markdown table here")
     ap.add_argument("--project-from", default=None,
                     help="skip the measurements: redo the projection from the measured table of an earlier output")
+    ap.add_argument("--allow-dirty", action="store_true",
+                    help="run with uncommitted edits to the library or the scripts (the report lists them)")
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _common import machine
+    from _common import git_state, machine, refuse_dirty
 
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=here).stdout.strip() or "unknown"
-        if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                          cwd=here).stdout.strip():
-            commit += " (with uncommitted changes)"
-    except OSError:
-        commit = "unknown"
+    args.quick = args.small or args.project_from is not None  # a check of the script, or no new measurement
+    refuse_dirty(ap, args)
+    commit = git_state(__file__)
     sets = SMALL if args.small else SETS
     lines = [f"**Data-parallel EM and selection on torch.distributed (Gloo, localhost)"
              f"{' - small' if args.small else ''}**",

@@ -1,0 +1,55 @@
+"""The benchmark scaffold's clean-tree rule: results come from a commit, not from uncommitted edits."""
+import argparse
+import os
+import subprocess
+
+import pytest
+from _helpers import load_benchmark_script
+
+
+@pytest.fixture(scope="module")
+def common():
+    return load_benchmark_script("_common")
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def test_uncommitted_edits_name_the_library_and_scripts_not_the_results(common, tmp_path, monkeypatch):
+    monkeypatch.delenv("TENSORPROB_COMMIT", raising=False)
+    for d in ("tensorprob", "benchmarks/results", "kernels"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "tensorprob" / "a.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "run.py").write_text("y = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "c")
+    here = str(tmp_path / "benchmarks" / "run.py")
+    assert common.uncommitted_edits(here) == []
+    (tmp_path / "benchmarks" / "results" / "r.csv").write_text("new result\n")  # outputs do not count
+    (tmp_path / "README.md").write_text("docs\n")  # nor files outside the library and the scripts
+    assert common.uncommitted_edits(here) == []
+    (tmp_path / "tensorprob" / "a.py").write_text("x = 2\n")
+    (tmp_path / "kernels" / "k.py").write_text("new\n")
+    assert sorted(common.uncommitted_edits(here)) == ["kernels/k.py", "tensorprob/a.py"]
+    assert "(with uncommitted edits to " in common.git_state(here)
+    monkeypatch.setenv("TENSORPROB_COMMIT", "abc1234")  # a copy of the tree names its commit
+    assert common.uncommitted_edits(here) == [] and common.git_state(here) == "abc1234"
+
+
+@pytest.mark.parametrize("flags, refused", [({}, True), ({"quick": True}, False), ({"from_csv": True}, False),
+                                            ({"allow_dirty": True}, False)])
+def test_a_run_that_writes_results_refuses_a_dirty_tree(common, monkeypatch, flags, refused):
+    monkeypatch.setattr(common, "uncommitted_edits", lambda path=None: ["tensorprob/a.py"])
+    ap = argparse.ArgumentParser()
+    args = argparse.Namespace(**{"quick": False, "from_csv": False, "allow_dirty": False, **flags})
+    if refused:
+        with pytest.raises(SystemExit):
+            common.refuse_dirty(ap, args)
+    else:
+        common.refuse_dirty(ap, args)
+    monkeypatch.setattr(common, "uncommitted_edits", lambda path=None: [])
+    common.refuse_dirty(ap, argparse.Namespace(quick=False, from_csv=False, allow_dirty=False))  # clean: runs
