@@ -218,9 +218,10 @@ class PairwiseDp(RealSelector):
     and the lowest index wins.
 
     Cost: step t builds, for each of the remaining candidates and each of the
-    ``m (m - 1) / 2`` class pairs, one tree over the pair's samples in t dimensions: about
-    ``n_features m n_samples^2 t / m^2`` operations per step for balanced classes. The trees
-    of a step are chunked to the memory budget.
+    ``m (m - 1) / 2`` class pairs, one dense-Prim tree over the pair's ``2 n_samples / m``
+    samples in t dimensions: about ``2 n_features n_samples^2 t (m - 1) / m`` operations per
+    step for m balanced classes. Meant for tens of features (the paper ranks 30 principal
+    components); the trees of a step are chunked to the memory budget.
 
     References
     ----------
