@@ -224,6 +224,20 @@ class Incidence:
         E-step); they are counted apart, ``H = S @ [X <= floor]`` exactly as above, and the
         result is ``(S @ X0) + H floor`` with X0 = X where above the floor and 0 elsewhere: no
         finite value is ever added to and taken back from a floor, so no precision is lost.
+
+        Parameters
+        ----------
+        S : sparse CSR tensor
+            A chunk's S from :meth:`chunks` (S', of shape (rows, D + N), with a baseline).
+        X : tensor of shape (D, K)
+            Dense operand in S's dtype.
+        floor : float, optional
+            The value standing for log 0 (entries at or below it), for the E-step.
+
+        Returns
+        -------
+        tensor of shape (rows, K)
+            ``S @ X`` in X's dtype; each column depends only on the same column of X.
         """
         if self.base is None:
             return incidence_matmul_reference(S, X)
@@ -257,6 +271,20 @@ class Incidence:
         column sum in float64), it is summed directly over the rows at the baseline instead,
         for the variables where that happens, so small and zero sums stay exact (EM never
         revives an entry it has set to zero, so rounding must not make one).
+
+        Parameters
+        ----------
+        ST : sparse CSR tensor
+            The chunk's S^T from :meth:`chunks`.
+        Y : tensor of shape (stop - start, K)
+            Nonnegative dense operand in S^T's dtype (the EM's weighted responsibilities).
+        start, stop : int
+            The chunk's rows (read for the direct sums).
+
+        Returns
+        -------
+        tensor of shape (D, K)
+            ``S^T @ Y``; each column depends only on the same column of Y.
         """
         if self.base is None:
             return incidence_matmul_reference(ST, Y)
