@@ -11,9 +11,9 @@ Choose lanes on the command line::
     pytest --device cuda            # the GPU lanes only
     pytest --device cpu --dtype float32
 
-The fast lane, ``pytest -m "not slow" -n 2``, leaves out the tests marked ``@pytest.mark.slow``
-in their files (each takes seconds on two cores, or, like scikit-learn's estimator checks, they
-are many; the default run keeps them all).
+The fast lane, ``pytest -m "not slow" -n 2 --dtype float64``, leaves out the tests marked
+``@pytest.mark.slow`` in their files (each takes seconds on two cores, or, like scikit-learn's
+estimator checks, they are many) and runs one dtype lane; the default run keeps them all.
 """
 from __future__ import annotations
 
