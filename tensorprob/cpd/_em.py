@@ -40,7 +40,9 @@ from ..ops import incidence_matmul, use_triton
 # S relative to each variable's most frequent value (Incidence(baseline=True)) pays from about a
 # million entries: one EM iteration 2.7x faster on MNIST-5k + label (3.9M entries, rank 20, one
 # thread; 2.3x at two), 0.8x on chess + label (118k entries, rank 10), where the extra small
-# operations of an iteration outweigh the 81 % of the sparse entries saved
+# operations of an iteration outweigh the 81 % of the sparse entries saved. CPU only for now: on
+# CUDA the E-step runs the gather kernel over all entries anyway, and the M-step's direct sums
+# choose their variables on the host (a synchronization per chunk and iteration)
 _BASELINE_MIN_ENTRIES = 1 << 20
 
 
@@ -74,7 +76,7 @@ class EMData:
         inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
                         max_rows=max_rows, cache=None if spill is None else False,
                         kernel=use_triton(torch.empty(0, device=device)),
-                        baseline=spill is None and rows.numel() >= _BASELINE_MIN_ENTRIES)
+                        baseline=spill is None and device.type == "cpu" and rows.numel() >= _BASELINE_MIN_ENTRIES)
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=device), cards.to(device))
         totals = weights.sum(0).to(device)
         if distributed:
