@@ -250,8 +250,7 @@ class Incidence:
                         floored.to(X.dtype)], 1)
         ext, c = self._relative(Xs)
         out = incidence_matmul_reference(S, ext) + c[None, :]
-        hits = out[:, K:]
-        return torch.where(hits > 0.5, out[:, :K] + hits.round() * floor, out[:, :K])
+        return out[:, :K] + out[:, K:].round() * floor  # H floors added to the finite part (H = 0: unchanged)
 
     def _relative(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(X', c)`` of :meth:`matmul` for X of shape (D, K)."""

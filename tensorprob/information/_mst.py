@@ -238,9 +238,8 @@ def class_pair_cross_edges(points: torch.Tensor, y: torch.Tensor, n_classes: int
         ext = torch.cat([pts, pad[:, None, :]], 1)  # (b, n + 1, d)
         sets = ext[:, rows].reshape(-1, n_max, d)  # (b P, n_max, d)
         edges, _ = batched_mst(sets, memory_budget=memory_budget)
-        g = group.repeat(pts.shape[0], 1)  # (b P, n_max)
-        ga, gb = torch.gather(g, 1, edges[..., 0]), torch.gather(g, 1, edges[..., 1])
-        out[start:start + step] = ((ga + gb) == 1).sum(1).view(-1, P)  # one end in i, the other in j
+        counts = mst_cross_counts(edges, group.repeat(pts.shape[0], 1), 3)  # (b P, 3, 3)
+        out[start:start + step] = counts[:, 0, 1].view(-1, P)  # one end in class i, the other in j
     return out[0] if squeeze else out
 
 
