@@ -141,3 +141,83 @@ def test_class_free_bitset_tables_equal_the_full_tables(M, dtype):
         got = small.pair_information(4, classes=False)
         assert small._bits is False and got.T.shape == (N, I, I, 1)
         assert torch.equal(got.mi_x_a, ref)
+
+
+def _grouped_reference(codes: np.ndarray, key: np.ndarray, G: int, card: int) -> np.ndarray:
+    """(G, card, N) counts by one bincount over (group, value, column), rows with a negative key or code left out."""
+    N = codes.shape[1]
+    keep = (key[:, None] >= 0) & (codes >= 0)
+    idx = (key[:, None] * card + codes) * N + np.arange(N)[None, :]
+    return np.bincount(idx[keep], minlength=G * card * N).reshape(G, card, N)
+
+
+@pytest.mark.parametrize("complete", [True, False])
+@pytest.mark.parametrize("itype", [np.int8, np.int16, np.int64])
+@pytest.mark.parametrize("shape, G", [((700, 9), 3), ((60, 5000), 4), ((1, 3), 2), ((300, 1), 7)])
+def test_grouped_counts_equal_a_bincount(complete, itype, shape, G):
+    """The grouped comparison counts are the bincount's: runs longer than 255 rows, blocks of a few
+    rows (5,000 columns), empty groups, rows left out by their key, missing codes."""
+    from tensorprob.counting._tables import grouped_counts
+    rng = np.random.default_rng(shape[0] + G)
+    card = 5
+    codes = rng.integers(0 if complete else -1, card, shape).astype(itype)
+    key = rng.integers(-1, G, shape[0])
+    key[key == 1] = 2  # group 1 empty
+    got = grouped_counts(np.ascontiguousarray(codes), key, G, card, complete)
+    assert got.dtype == np.int64 and got.shape == (G, card, shape[1])
+    np.testing.assert_array_equal(got, _grouped_reference(codes, key, G, card))
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_grouped_tables_equal_the_bincount_tables(missing, monkeypatch, dtype):
+    """SelectionData's class table, pair tables and their quantities are the same with either way of counting,
+    from row-major or feature-major codes."""
+    import tensorprob.counting._selection as sel
+    rng = np.random.default_rng(11)
+    M, N, I, C = 900, 12, 4, 3
+    X = torch.as_tensor(rng.integers(-1 if missing else 0, I, (M, N)).astype(np.int8))
+    y = torch.as_tensor(rng.integers(-1 if missing else 0, C, M))
+
+    def run(grouped: bool, codes: torch.Tensor) -> list:
+        monkeypatch.setattr(sel, "grouped_is_cheaper", lambda *a: grouped)
+        d = SelectionData(codes, I, y, C, dtype=dtype)
+        out = [d.class_table, d.relevance, d.pair_table(3)]
+        for j in (0, 7):
+            info = d.pair_information(j)
+            out += [info.T, info.mi_xa_b, info.cmi_x_b_given_a, info.mi_x_a]
+        if grouped:  # row-major codes were used (the caller's, or one transposed copy)
+            assert isinstance(d._rows, np.ndarray) and d._rows.flags.c_contiguous
+        return out
+
+    ref = run(False, X)
+    for codes in (X, X.T.contiguous().T):  # the caller's rows, or a transposed copy of feature-major codes
+        for a, b in zip(run(True, codes), ref):
+            assert a.dtype == b.dtype
+            assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("method", _CLASSIC)
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_selections_equal_with_grouped_counts(method, missing, monkeypatch, dtype):
+    """Every classic selector picks the same features with the same scores whichever way its tables are counted."""
+    import tensorprob.counting._selection as sel
+    X, y = _data(missing, seed=3)
+    kw = dict(k=8, device="cpu", dtype=dtype)
+    if missing:
+        kw["discretizer"] = None
+    monkeypatch.setattr(SelectionData, "plan", lambda self, k, classes=True: None)  # every step counts
+    fits = []
+    for grouped in (True, False):
+        monkeypatch.setattr(sel, "grouped_is_cheaper", lambda *a, g=grouped: g)
+        fits.append(get_selector(method)(**kw).fit(X, y))
+    np.testing.assert_array_equal(fits[0].selected_, fits[1].selected_)
+    np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)
+
+
+def test_grouped_cost_model_prefers_small_alphabets():
+    """The comparisons for 5 values over many rows, the bincount for 17 values (optdigits) or few rows per group."""
+    from tensorprob.counting._tables import grouped_is_cheaper
+    assert grouped_is_cheaper(5000, 784, 5, 50, True)  # MNIST-5k, a JMI step
+    assert grouped_is_cheaper(100_000, 1000, 5, 10, True)
+    assert not grouped_is_cheaper(5620, 64, 17, 170, True)  # optdigits
+    assert not grouped_is_cheaper(200, 10, 5, 1000, True)  # a call per group dominates
