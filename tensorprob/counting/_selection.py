@@ -394,7 +394,9 @@ class SelectionData:
             a = rows[:, j].astype(np.int64)
             key = np.where((a < 0) | (key < 0), -1, a * C + key)
         T = grouped_counts(rows, key, A * C, I, complete)  # (A C, I, N)
-        return torch.from_numpy(np.ascontiguousarray(T.transpose(2, 1, 0))).view(N, I, A, C).to(self.dtype)
+        out = torch.empty(N, I, A * C, dtype=self.dtype)
+        np.copyto(out.numpy(), T.transpose(2, 1, 0), casting="unsafe")  # exact integers, as the bincount's
+        return out.view(N, I, A, C)
 
     @property
     def relevance(self) -> torch.Tensor:

@@ -152,9 +152,11 @@ def _cpu_index(c: np.ndarray, scale: int, ab: np.ndarray, cand: np.ndarray, fm: 
 
 #: Rough single-core costs (seconds) of the two ways to count on the CPU, for
 #: :func:`grouped_is_cheaper`: one (value, entry) comparison and its byte sum of the grouped
-#: count, one NumPy call of its inner loop, and one histogram update of the bincount with
-#: its index. Only their ratios matter (measured on MNIST-5k, COIL-20, madelon, optdigits).
-_GROUPED_COMPARE_S, _GROUPED_CALL_S, _SCATTER_S = 0.2e-9, 8e-6, 3e-9
+#: count, one NumPy call of its inner loop (with its gather of a block of rows), and one
+#: histogram update of the bincount with its index (3-8 ns measured; the low end, so that
+#: the bincount keeps the close cases). Only their ratios matter (fitted to one JMI step's
+#: count on MNIST-5k, COIL-20 and madelon: 2.9, 2.2 and 0.94 ms grouped).
+_GROUPED_COMPARE_S, _GROUPED_CALL_S, _SCATTER_S = 0.17e-9, 3e-6, 3e-9
 
 #: Bytes of the comparison buffer of one block of rows (values x rows x columns): cache-sized.
 _GROUPED_BLOCK_BYTES = 2**20
@@ -206,9 +208,12 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
     Returns
     -------
     ndarray of shape (n_groups, card, N), int64
+        Possibly a view of wider rows (see the padding below).
     """
     M, N = codes.shape
-    out = np.zeros((n_groups, card, N), dtype=np.int64)
+    # rows of N + 8 counts when N is a multiple of 64: a power-of-two stride would send the
+    # caller's transposed reads to a few cache sets (COIL-20's 1,024 columns: 4x slower)
+    out = np.zeros((n_groups, card, N + (8 if N % 64 == 0 else 0)), dtype=np.int64)[:, :, :N]
     if M == 0 or N == 0:
         return out
     key = np.asarray(key, dtype=np.int64)
