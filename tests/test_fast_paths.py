@@ -221,3 +221,19 @@ def test_grouped_cost_model_prefers_small_alphabets():
     assert grouped_is_cheaper(100_000, 1000, 5, 10, True)
     assert not grouped_is_cheaper(5620, 64, 17, 170, True)  # optdigits
     assert not grouped_is_cheaper(200, 10, 5, 1000, True)  # a call per group dominates
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize("missing", [False, True])
+def test_row_major_data_count_the_class_table_alike(grouped, missing, monkeypatch, dtype):
+    """MIM's data stay row-major (no feature-major copy): the same class table and relevance either way."""
+    import tensorprob.counting._selection as sel
+    monkeypatch.setattr(sel, "grouped_is_cheaper", lambda *a: grouped)
+    rng = np.random.default_rng(5)
+    X = torch.as_tensor(rng.integers(-1 if missing else 0, 6, (500, 70)).astype(np.int8))
+    y = torch.as_tensor(rng.integers(0, 4, 500))
+    rows, fm = SelectionData(X, 6, y, 4, dtype=dtype, row_major=True), SelectionData(X, 6, y, 4, dtype=dtype)
+    assert rows.codes.stride(1) == 1 and fm.codes.stride(0) == 1
+    assert torch.equal(rows.class_table, fm.class_table)
+    assert torch.equal(rows.relevance, fm.relevance)
+    assert torch.equal(rows.pair_table(3), fm.pair_table(3))  # any count reads either layout

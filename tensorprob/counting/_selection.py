@@ -79,6 +79,10 @@ class SelectionData:
         columns) and ``weights`` None (the weights are in the files). Only the counts through
         :meth:`count` and the properties below read the rows; the per-sample criteria (PDA's
         GMD and AMD, VMI), which hold per-row state, do not take streamed data.
+    row_major : bool, default=False
+        Keep the codes in the caller's layout instead of copying them feature-major: for a run
+        that counts only the class table (MIM), which the CPU counts from row-major codes
+        (:meth:`_grouped_table`); every count reads either layout.
 
     Examples
     --------
@@ -99,6 +103,7 @@ class SelectionData:
     weights: torch.Tensor | None = None
     distributed: bool = False
     stream: SpilledRows | None = None
+    row_major: bool = False
     _global: tuple | None = field(default=None, init=False, repr=False)
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
@@ -117,7 +122,8 @@ class SelectionData:
         if self.codes.ndim == 2 and self.codes.shape[1] > 1 and self.codes.stride(0) != 1:
             if self.codes.device.type == "cpu" and self.codes.is_contiguous():
                 self._rows = self.codes.numpy()  # the caller's row-major codes, for the grouped counts
-            self.codes = feature_major(self.codes)
+            if not self.row_major:
+                self.codes = feature_major(self.codes)
 
     def reduce(self, T: torch.Tensor) -> torch.Tensor:
         """``T`` summed over the ranks (float64, back in ``T``'s dtype); ``T`` itself when not distributed.

@@ -441,11 +441,11 @@ class CodedSelector(_BaseSelector):
         return math.log(2.0) if self.base == 2 else 1.0
 
     def _selection_data(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int,
-                        device: torch.device, dtype: torch.dtype) -> SelectionData:
-        """The codes on the device, in the units of ``base``, for the criteria."""
+                        device: torch.device, dtype: torch.dtype, row_major: bool = False) -> SelectionData:
+        """The codes on the device, in the units of ``base``, for the criteria (``row_major``: see SelectionData)."""
         return SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
                              torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base,
-                             distributed=self._dist_on)
+                             distributed=self._dist_on, row_major=row_major)
 
     def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
@@ -505,8 +505,10 @@ class GreedySelector(CodedSelector):
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
         from ._greedy import greedy_forward
 
-        data = self._selection_data(codes, cards, y, n_classes, device, dtype)
-        return greedy_forward(self._criterion(), data, codes.shape[1] if k is None else k)
+        criterion = self._criterion()
+        # scores that never change (MIM) read only the class table: no feature-major copy
+        data = self._selection_data(codes, cards, y, n_classes, device, dtype, row_major=criterion.static())
+        return greedy_forward(criterion, data, codes.shape[1] if k is None else k)
 
     #: The criterion keeps per-sample state (PDA, VMI): a weighted selection then holds only the
     #: rows of positive weight (see :func:`tensorprob.counting._batched.compact_rows`), so that
