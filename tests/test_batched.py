@@ -530,3 +530,34 @@ def test_protocols_run_their_splits_as_one_batch():
         assert one[cols].equals(batch[cols])
         for (name, i), sel in fit_one.items():
             np.testing.assert_array_equal(sel.selected_, fit_batch[(name, i)].selected_[i])
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_batched_grouped_counts_equal_bincounts(grouped, monkeypatch, dtype):
+    """The batch's tables over all rows or a subset, unweighted or with integral weights (w - 1 of the shared
+    count included), are the same by grouped comparisons as by bincounts; so are whole batched selections."""
+    import torch
+
+    from tensorprob.counting import _batched, _selection, _tables
+    from tensorprob.counting._batched import BatchedSelectionData
+
+    X, y = _codes(seed=21, M=400, N=9, card=3, C=4, missing=0.05)
+    W = np.concatenate([_weights(len(y), seed=22), np.random.default_rng(3).poisson(1.0, (len(y), 2))], 1)
+    rows = torch.as_tensor(np.flatnonzero(np.random.default_rng(4).random(len(y)) < 0.3))
+
+    def tables(on: bool) -> list:
+        for module in (_tables, _selection, _batched):
+            monkeypatch.setattr(module, "grouped_is_cheaper", lambda *a, on=on: on)
+        batch = BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 4, torch.as_tensor(W), dtype=dtype)
+        out = []
+        for a, card_a in ((None, 1), (2, 3)):
+            out.append(batch._table(None, a, card_a, None))
+            out.append(batch._table(rows, a, card_a, None))
+            out.append(batch._table(rows, a, card_a, torch.full((rows.numel(),), -1.0)))
+            out.append(batch._table(None, a, card_a, torch.as_tensor(W[:, 2], dtype=torch.float64)))
+        return out
+
+    for got, ref in zip(tables(grouped), tables(False)):
+        assert got.dtype == dtype and torch.equal(got, ref)
+    sel = get_selector("jmi")(k=5).fit(tp.Encoded(X, np.full(X.shape[1], 3)), y, resamples=W)
+    _check_members(sel, "jmi", X, np.full(X.shape[1], 3), y, W, 5)

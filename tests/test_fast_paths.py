@@ -143,6 +143,13 @@ def test_class_free_bitset_tables_equal_the_full_tables(M, dtype):
         assert torch.equal(got.mi_x_a, ref)
 
 
+def _force_grouped(monkeypatch, on: bool) -> None:
+    """Make every grouped-count decision (``grouped_is_cheaper``) say ``on``."""
+    from tensorprob.counting import _batched, _selection, _tables
+    for module in (_tables, _selection, _batched):
+        monkeypatch.setattr(module, "grouped_is_cheaper", lambda *a, on=on: on)
+
+
 def _grouped_reference(codes: np.ndarray, key: np.ndarray, G: int, card: int) -> np.ndarray:
     """(G, card, N) counts by one bincount over (group, value, column), rows with a negative key or code left out."""
     N = codes.shape[1]
@@ -168,19 +175,20 @@ def test_grouped_counts_equal_a_bincount(complete, itype, shape, G):
     np.testing.assert_array_equal(got, _grouped_reference(codes, key, G, card))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("missing", [False, True])
-def test_grouped_tables_equal_the_bincount_tables(missing, monkeypatch, dtype):
+def test_grouped_tables_equal_the_bincount_tables(missing, weighted, monkeypatch, dtype):
     """SelectionData's class table, pair tables and their quantities are the same with either way of counting,
-    from row-major or feature-major codes."""
-    import tensorprob.counting._selection as sel
+    from row-major or feature-major codes, unweighted or with integral (frequency) weights."""
     rng = np.random.default_rng(11)
     M, N, I, C = 900, 12, 4, 3
     X = torch.as_tensor(rng.integers(-1 if missing else 0, I, (M, N)).astype(np.int8))
     y = torch.as_tensor(rng.integers(-1 if missing else 0, C, M))
+    weights = torch.as_tensor(rng.poisson(1.0, M).astype(np.float64)) if weighted else None
 
     def run(grouped: bool, codes: torch.Tensor) -> list:
-        monkeypatch.setattr(sel, "grouped_is_cheaper", lambda *a: grouped)
-        d = SelectionData(codes, I, y, C, dtype=dtype)
+        _force_grouped(monkeypatch, grouped)
+        d = SelectionData(codes, I, y, C, dtype=dtype, weights=weights)
         out = [d.class_table, d.relevance, d.pair_table(3)]
         for j in (0, 7):
             info = d.pair_information(j)
@@ -200,7 +208,6 @@ def test_grouped_tables_equal_the_bincount_tables(missing, monkeypatch, dtype):
 @pytest.mark.parametrize("missing", [0.0, 0.1])
 def test_selections_equal_with_grouped_counts(method, missing, monkeypatch, dtype):
     """Every classic selector picks the same features with the same scores whichever way its tables are counted."""
-    import tensorprob.counting._selection as sel
     X, y = _data(missing, seed=3)
     kw = dict(k=8, device="cpu", dtype=dtype)
     if missing:
@@ -208,7 +215,7 @@ def test_selections_equal_with_grouped_counts(method, missing, monkeypatch, dtyp
     monkeypatch.setattr(SelectionData, "plan", lambda self, k, classes=True: None)  # every step counts
     fits = []
     for grouped in (True, False):
-        monkeypatch.setattr(sel, "grouped_is_cheaper", lambda *a, g=grouped: g)
+        _force_grouped(monkeypatch, grouped)
         fits.append(get_selector(method)(**kw).fit(X, y))
     np.testing.assert_array_equal(fits[0].selected_, fits[1].selected_)
     np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)
@@ -227,8 +234,7 @@ def test_grouped_cost_model_prefers_small_alphabets():
 @pytest.mark.parametrize("missing", [False, True])
 def test_row_major_data_count_the_class_table_alike(grouped, missing, monkeypatch, dtype):
     """MIM's data stay row-major (no feature-major copy): the same class table and relevance either way."""
-    import tensorprob.counting._selection as sel
-    monkeypatch.setattr(sel, "grouped_is_cheaper", lambda *a: grouped)
+    _force_grouped(monkeypatch, grouped)
     rng = np.random.default_rng(5)
     X = torch.as_tensor(rng.integers(-1 if missing else 0, 6, (500, 70)).astype(np.int8))
     y = torch.as_tensor(rng.integers(0, 4, 500))
@@ -237,3 +243,30 @@ def test_row_major_data_count_the_class_table_alike(grouped, missing, monkeypatc
     assert torch.equal(rows.class_table, fm.class_table)
     assert torch.equal(rows.relevance, fm.relevance)
     assert torch.equal(rows.pair_table(3), fm.pair_table(3))  # any count reads either layout
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_weighted_grouped_counts_equal_a_weighted_bincount(complete):
+    """Integral weights (0 leaves a row out, negative ones subtract) are levels of the group key: the weighted
+    bincount's sums; fractional weights and too many levels are left to the bincount."""
+    from tensorprob.counting._tables import _GROUPED_MAX_LEVELS, weighted_grouped_counts
+    rng = np.random.default_rng(7)
+    M, N, G, card = 800, 130, 3, 4
+    codes = rng.integers(0 if complete else -1, card, (M, N)).astype(np.int8)
+    key = rng.integers(-1, G, M)
+    w = rng.integers(-1, 4, M).astype(np.float64)
+    keep = (key[:, None] >= 0) & (codes >= 0)
+    idx = (key[:, None] * card + codes) * N + np.arange(N)[None, :]
+    ref = np.bincount(idx[keep], weights=np.broadcast_to(w[:, None], (M, N))[keep],
+                      minlength=G * card * N).reshape(G, card, N)
+    with pytest.MonkeyPatch.context() as mp:
+        from tensorprob.counting import _tables
+        mp.setattr(_tables, "grouped_is_cheaper", lambda *a: True)
+        got = weighted_grouped_counts(codes, key, G, card, complete, w)
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(weighted_grouped_counts(codes, key, G, card, complete, np.zeros(M)), 0 * ref)
+        np.testing.assert_array_equal(weighted_grouped_counts(codes, key, G, card, complete, None),
+                                      _grouped_reference(codes, key, G, card))
+        assert weighted_grouped_counts(codes, key, G, card, complete, w + 0.5) is None
+        many = np.arange(M, dtype=np.float64) % (_GROUPED_MAX_LEVELS + 1) + 1
+        assert weighted_grouped_counts(codes, key, G, card, complete, many) is None

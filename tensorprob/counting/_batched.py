@@ -35,12 +35,13 @@ the same exact integer counts.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .._config import get_config
 from .._device import chunk_ranges
-from ._selection import SelectionData, feature_major
-from ._tables import joint_table, one_hot, rows_by_class, table_information
+from ._selection import SelectionData, feature_major, grouped_table
+from ._tables import grouped_is_cheaper, joint_table, one_hot, rows_by_class, table_information
 
 #: Members share each pick's count (and keep the quantities for later steps) when the fraction of
 #: their weights that differ from 1 is at most this: 10-fold training masks (0.1) do, bootstrap
@@ -153,6 +154,9 @@ class BatchedSelectionData:
     def _table(self, rows: torch.Tensor | None, a: int | None, card_a: int,
                weights: torch.Tensor | None) -> torch.Tensor:
         """(N, I, card_a, C) counts of (x_c, x_a, class) over ``rows`` (None: all), optionally weighted."""
+        T = self._grouped(rows, a, card_a, weights)
+        if T is not None:
+            return T
         codes, y = self.codes, self.y
         a_col = None if a is None else codes[:, a]
         if rows is not None:
@@ -163,6 +167,28 @@ class BatchedSelectionData:
             a_col = None if a_col is None else a_col.index_select(0, rows)
         return joint_table(codes, self.max_card, a_col, card_a, y, self.n_classes, weights=weights,
                            dtype=self.dtype, complete=self._complete)
+
+    def _grouped(self, rows: torch.Tensor | None, a: int | None, card_a: int,
+                 weights: torch.Tensor | None) -> torch.Tensor | None:
+        """:meth:`_table` by grouped comparisons (CPU, integral weights, small alphabets), or None.
+
+        The rows left out get weight 0 instead of being gathered: the comparisons read the
+        row-major codes in place, in the order of their (level, x_a, class) key.
+        """
+        M, N = self.codes.shape
+        n = M if rows is None else int(rows.numel())
+        if (self.codes.device.type != "cpu" or self.codes.dtype.is_floating_point or card_a not in (1, self.max_card)
+                or not grouped_is_cheaper(n, N, self.max_card, card_a * self.n_classes, self._complete)):
+            return None
+        R = self._base._row_major()
+        if R is None:
+            return None
+        w = None if weights is None else weights.to(torch.float64).numpy()
+        if rows is not None:
+            full = np.zeros(M, dtype=np.float64)
+            full[rows.numpy()] = 1.0 if w is None else w
+            w = full
+        return grouped_table(R, self.y, a, self.max_card, self.n_classes, self._complete, w, self.dtype)
 
     def count(self, members: list[int], a_cols: list[int | None], card_a: int,
               classes: bool = True) -> list[torch.Tensor]:

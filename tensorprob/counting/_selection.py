@@ -13,12 +13,12 @@ from ._spill import SpilledRows
 from ._tables import (
     TableInformation,
     _complete,
-    grouped_counts,
     grouped_is_cheaper,
     joint_table,
     one_hot,
     rows_by_class,
     table_information,
+    weighted_grouped_counts,
 )
 
 
@@ -42,6 +42,27 @@ def feature_major(codes: torch.Tensor) -> torch.Tensor:
     if codes.device.type != "cpu":
         return codes.T.contiguous().T
     return torch.from_numpy(_blocked_transpose(codes.numpy())).T
+
+
+def grouped_table(rows: np.ndarray, y: torch.Tensor, j: int | None, card: int, n_classes: int, complete: bool,
+                  weights: np.ndarray | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """(N, card, card_a, n_classes) counts of (x_c, x_j, class) by :func:`weighted_grouped_counts`, or None.
+
+    ``rows``: the codes row-major (M, N); ``j`` None counts (x_c, class) (``card_a`` = 1);
+    ``weights`` (M,) float64 or None. None where the comparisons do not apply or cost more.
+    """
+    N = rows.shape[1]
+    A = 1 if j is None else card
+    key = y.numpy().astype(np.int64)
+    if j is not None:
+        a = rows[:, j].astype(np.int64)
+        key = np.where((a < 0) | (key < 0), -1, a * n_classes + key)
+    T = weighted_grouped_counts(rows, key, A * n_classes, card, complete, weights)  # (A C, card, N)
+    if T is None:
+        return None
+    out = torch.empty(N, card, A * n_classes, dtype=dtype)
+    np.copyto(out.numpy(), T.transpose(2, 1, 0), casting="same_kind")  # exact integers, as the bincount's
+    return out.view(N, card, A, n_classes)
 
 
 @dataclass
@@ -372,9 +393,10 @@ class SelectionData:
         return self._rows if self._rows is not False else None
 
     def _grouped_table(self, j: int | None) -> torch.Tensor | None:
-        """Counts of (x_c, x_j, class) (``j`` None: of (x_c, class)) of every candidate by :func:`grouped_counts`.
+        """Counts of (x_c, x_j, class) (``j`` None: of (x_c, class)) of every candidate by grouped comparisons.
 
-        In memory on the CPU without weights, when the cost model of
+        In memory on the CPU, unweighted or with integral weights
+        (:func:`~tensorprob.counting._tables.weighted_grouped_counts`), when the cost model of
         :func:`~tensorprob.counting._tables.grouped_is_cheaper` favours it (small alphabets);
         None otherwise, and the caller counts by bincount. The counts are the same integers
         either way, so the choice (which may differ between the ranks of a distributed run)
@@ -385,24 +407,19 @@ class SelectionData:
         torch.Tensor of shape (N, max_card, card_a, n_classes), or None
             ``card_a`` is ``max_card``, or 1 when ``j`` is None; in ``self.dtype``.
         """
-        if self.codes.device.type != "cpu" or self._weighted or self.stream is not None or self.codes.ndim != 2:
+        if (self.codes.device.type != "cpu" or self.stream is not None or self.codes.ndim != 2
+                or self.codes.dtype.is_floating_point):
             return None
         M, N = self.codes.shape
         I, C, complete = self.max_card, self.n_classes, self.complete
         A = 1 if j is None else I
-        if self.codes.dtype.is_floating_point or not grouped_is_cheaper(M, N, I, A * C, complete):
+        if not grouped_is_cheaper(M, N, I, A * C, complete):  # before any row-major copy
             return None
         rows = self._row_major()
         if rows is None:
             return None
-        key = self.y.numpy().astype(np.int64)
-        if j is not None:
-            a = rows[:, j].astype(np.int64)
-            key = np.where((a < 0) | (key < 0), -1, a * C + key)
-        T = grouped_counts(rows, key, A * C, I, complete)  # (A C, I, N)
-        out = torch.empty(N, I, A * C, dtype=self.dtype)
-        np.copyto(out.numpy(), T.transpose(2, 1, 0), casting="unsafe")  # exact integers, as the bincount's
-        return out.view(N, I, A, C)
+        w = None if self.weights is None else self.weights.to(torch.float64).numpy()
+        return grouped_table(rows, self.y, j, I, C, complete, w, self.dtype)
 
     @property
     def relevance(self) -> torch.Tensor:

@@ -184,6 +184,16 @@ def _grouped_rows(N: int, V: int) -> int:
     return max(1, min(255, _GROUPED_BLOCK_BYTES // max(1, V * N)))
 
 
+def _padded(shape: tuple[int, int, int], dtype: type) -> np.ndarray:
+    """An uninitialized array of ``shape`` whose rows are 8 elements longer when the last axis is a multiple of 64.
+
+    A power-of-two stride would send the transposed reads of the counts to a few cache sets
+    (COIL-20's 1,024 columns: 4x slower).
+    """
+    G, card, N = shape
+    return np.empty((G, card, N + (8 if N % 64 == 0 else 0)), dtype=dtype)[:, :, :N]
+
+
 def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int, complete: bool) -> np.ndarray:
     """Counts (n_groups, card, N) int64 of (key of the row, value of column n), by comparisons, not scatters.
 
@@ -214,9 +224,8 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
         Possibly a view of wider rows (see the padding below).
     """
     M, N = codes.shape
-    # rows of N + 8 counts when N is a multiple of 64: a power-of-two stride would send the
-    # caller's transposed reads to a few cache sets (COIL-20's 1,024 columns: 4x slower)
-    out = np.zeros((n_groups, card, N + (8 if N % 64 == 0 else 0)), dtype=np.int64)[:, :, :N]
+    out = _padded((n_groups, card, N), np.int64)
+    out[...] = 0
     if M == 0 or N == 0:
         return out
     key = np.asarray(key, dtype=np.int64)
@@ -240,6 +249,47 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
         if V < card and s:
             out[g, V] = s - out[g, :V].sum(0)
         a += s
+    return out
+
+
+#: Most distinct nonzero weights that :func:`weighted_grouped_counts` counts as levels (bootstrap
+#: counts have a handful; fold masks one).
+_GROUPED_MAX_LEVELS = 16
+
+
+def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int, complete: bool,
+                            weights: np.ndarray | None) -> np.ndarray | None:
+    """:func:`grouped_counts` of rows with integral weights, float64 (n_groups, card, N); None where it does not apply.
+
+    Rows of weight 0 are left out; the other rows are split by their weight into at most
+    :data:`_GROUPED_MAX_LEVELS` levels (one more digit of the group key), each level is counted
+    as unweighted rows, and the levels are summed times their weights: exact integers (in
+    float64 below 2**53), the sums a weighted bincount makes. None when a weight is not an
+    integer, when there are more levels, or when the cost model (:func:`grouped_is_cheaper`, on
+    the rows kept) prefers the bincount.
+    """
+    N = codes.shape[1]
+    key = np.asarray(key, dtype=np.int64)
+    out = _padded((n_groups, card, N), np.float64)
+    if weights is None:
+        if not grouped_is_cheaper(int((key >= 0).sum()), N, card, n_groups, complete):
+            return None
+        np.copyto(out, grouped_counts(codes, key, n_groups, card, complete))
+        return out
+    w = np.asarray(weights, dtype=np.float64)
+    if not np.array_equal(w, np.round(w)):
+        return None
+    kept = (w != 0) & (key >= 0)
+    levels = np.unique(w[kept])
+    L = levels.size
+    if L > _GROUPED_MAX_LEVELS or not grouped_is_cheaper(int(kept.sum()), N, card, n_groups * max(1, L), complete):
+        return None
+    out[...] = 0.0
+    if L:
+        full = np.where(kept, np.searchsorted(levels, w) * n_groups + key, -1)  # (level, group) of each kept row
+        T = grouped_counts(codes, full, L * n_groups, card, complete)
+        for i, v in enumerate(levels.tolist()):  # exact: integer products and sums below 2**53
+            out += v * T[i * n_groups:(i + 1) * n_groups]
     return out
 
 
