@@ -164,6 +164,9 @@ _GROUPED_COMPARE_S, _GROUPED_CALL_S, _SCATTER_S = 0.17e-9, 3e-6, 3e-9
 #: Bytes of the comparison buffer of one block of rows (values x rows x columns): cache-sized.
 _GROUPED_BLOCK_BYTES = 2**20
 
+#: Largest copy of the codes in key order that :func:`grouped_counts` makes in one gather.
+_GROUPED_GATHER_BYTES = 2**26
+
 
 def grouped_is_cheaper(M: int, N: int, card: int, n_groups: int, complete: bool) -> bool:
     """Whether :func:`grouped_counts` beats the bincount of :func:`joint_table` on M rows x N columns.
@@ -238,17 +241,21 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
     eq = np.empty((V, rows, N), dtype=np.bool_)
     acc = np.empty((V, N), dtype=np.uint8)
     a = M - int(kept.sum())  # left-out rows sort first
+    # the kept rows in key order in one gather when that copy is small (then every block is a
+    # view), else block by block
+    ordered = codes[order[a:]] if (M - a) * N * codes.itemsize <= _GROUPED_GATHER_BYTES else None
+    base = a
     for g, s in enumerate(sizes.tolist()):
         for r in range(a, a + s, rows):
             e = min(r + rows, a + s)
-            block = codes[order[r:e]]
+            block = codes[order[r:e]] if ordered is None else ordered[r - base:e - base]
             q = eq[:, :e - r]
             np.equal(block[None], values, out=q)
             np.add.reduce(q.view(np.uint8), axis=1, dtype=np.uint8, out=acc)  # at most 255 per byte: exact
             out[g, :V] += acc
-        if V < card and s:
-            out[g, V] = s - out[g, :V].sum(0)
         a += s
+    if V < card:
+        out[:, V] = sizes[:, None] - out[:, :V].sum(1)
     return out
 
 
@@ -259,7 +266,9 @@ _GROUPED_MAX_LEVELS = 16
 
 def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int, complete: bool,
                             weights: np.ndarray | None) -> np.ndarray | None:
-    """:func:`grouped_counts` of rows with integral weights, float64 (n_groups, card, N); None where it does not apply.
+    """:func:`grouped_counts` of rows with integral weights, (n_groups, card, N); None where it does not apply.
+
+    Float64 sums of the weights (int64 counts when ``weights`` is None).
 
     Rows of weight 0 are left out; the other rows are split by their weight into at most
     :data:`_GROUPED_MAX_LEVELS` levels (one more digit of the group key), each level is counted
@@ -270,12 +279,11 @@ def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, c
     """
     N = codes.shape[1]
     key = np.asarray(key, dtype=np.int64)
-    out = _padded((n_groups, card, N), np.float64)
     if weights is None:
         if not grouped_is_cheaper(int((key >= 0).sum()), N, card, n_groups, complete):
             return None
-        np.copyto(out, grouped_counts(codes, key, n_groups, card, complete))
-        return out
+        return grouped_counts(codes, key, n_groups, card, complete)
+    out = _padded((n_groups, card, N), np.float64)
     w = np.asarray(weights, dtype=np.float64)
     if not np.array_equal(w, np.round(w)):
         return None
