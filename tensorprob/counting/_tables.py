@@ -176,10 +176,14 @@ def grouped_is_cheaper(M: int, N: int, card: int, n_groups: int, complete: bool)
     updates. Small alphabets favour the comparisons (5 values: about 5x fewer seconds on
     MNIST-5k), large ones the histogram (optdigits, 17 values).
     """
+    return grouped_seconds(M, N, card, n_groups, complete) < M * N * _SCATTER_S
+
+
+def grouped_seconds(M: int, N: int, card: int, n_groups: int, complete: bool) -> float:
+    """Estimated seconds of :func:`grouped_counts` on M rows x N columns (the model of :func:`grouped_is_cheaper`)."""
     V = card - 1 if complete else card
-    rows = _grouped_rows(N, V)
-    calls = (n_groups + M / rows) * 3 + n_groups
-    return M * N * V * _GROUPED_COMPARE_S + calls * _GROUPED_CALL_S < M * N * _SCATTER_S
+    calls = (n_groups + M / _grouped_rows(N, V)) * 3 + n_groups
+    return M * N * V * _GROUPED_COMPARE_S + calls * _GROUPED_CALL_S
 
 
 def _grouped_rows(N: int, V: int) -> int:
