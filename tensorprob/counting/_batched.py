@@ -161,8 +161,9 @@ class BatchedSelectionData:
         self._w32: torch.Tensor | None = None
         # per member: how many distinct nonzero values its weights and its w - 1 take (the
         # levels of a grouped count, for the cost estimate of :meth:`count`)
-        self._levels = [(int(torch.unique(w[w != 0]).numel()), int(torch.unique(w[w != 1]).numel()))
-                        for w in W.unbind(1)]
+        # (CPU only: the GPU never counts by comparisons, and each unique would synchronize)
+        self._levels = ([(int(torch.unique(w[w != 0]).numel()), int(torch.unique(w[w != 1]).numel()))
+                         for w in W.unbind(1)] if W.device.type == "cpu" else [(1, 1)] * W.shape[1])
 
     def _rows_first(self) -> torch.Tensor:
         """The codes row-major (M, N) contiguous, copied once: whole rows are gathered from it."""
