@@ -25,6 +25,13 @@ def tols(dtype, rtol=1e-7, atol=1e-10):
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
+def force_grouped(monkeypatch, on: bool) -> None:
+    """Make every decision for or against the grouped counts (``grouped_is_cheaper``) say ``on``."""
+    from tensorprob.counting import _selection, _tables
+    for module in (_tables, _selection):
+        monkeypatch.setattr(module, "grouped_is_cheaper", lambda *a, on=on: on)
+
+
 def dense_pmf(weights, factors):
     """Full probability tensor of a CPD via tensorly's cp_to_tensor (numpy backend)."""
     import tensorly as tl

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import force_grouped
 
 import tensorprob as tp
 from tensorprob.selection import get_selector
@@ -541,7 +542,6 @@ def test_batched_grouped_counts_equal_bincounts(grouped, monkeypatch, dtype):
     count included), are the same by grouped comparisons as by bincounts; so are whole batched selections."""
     import torch
 
-    from tensorprob.counting import _batched, _selection, _tables
     from tensorprob.counting._batched import BatchedSelectionData
 
     X, y = _codes(seed=21, M=400, N=9, card=3, C=4, missing=0.05)
@@ -549,8 +549,7 @@ def test_batched_grouped_counts_equal_bincounts(grouped, monkeypatch, dtype):
     rows = torch.as_tensor(np.flatnonzero(np.random.default_rng(4).random(len(y)) < 0.3))
 
     def tables(on: bool) -> list:
-        for module in (_tables, _selection, _batched):
-            monkeypatch.setattr(module, "grouped_is_cheaper", lambda *a, on=on: on)
+        force_grouped(monkeypatch, on)
         batch = BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 4, torch.as_tensor(W), dtype=dtype)
         out = []
         for a, card_a in ((None, 1), (2, 3)):

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+from _helpers import force_grouped
 
 import tensorprob as tp
 from tensorprob.counting import SelectionData, joint_table
@@ -143,13 +144,6 @@ def test_class_free_bitset_tables_equal_the_full_tables(M, dtype):
         assert torch.equal(got.mi_x_a, ref)
 
 
-def _force_grouped(monkeypatch, on: bool) -> None:
-    """Make every grouped-count decision (``grouped_is_cheaper``) say ``on``."""
-    from tensorprob.counting import _batched, _selection, _tables
-    for module in (_tables, _selection, _batched):
-        monkeypatch.setattr(module, "grouped_is_cheaper", lambda *a, on=on: on)
-
-
 def _grouped_reference(codes: np.ndarray, key: np.ndarray, G: int, card: int) -> np.ndarray:
     """(G, card, N) counts by one bincount over (group, value, column), rows with a negative key or code left out."""
     N = codes.shape[1]
@@ -187,7 +181,7 @@ def test_grouped_tables_equal_the_bincount_tables(missing, weighted, monkeypatch
     weights = torch.as_tensor(rng.poisson(1.0, M).astype(np.float64)) if weighted else None
 
     def run(grouped: bool, codes: torch.Tensor) -> list:
-        _force_grouped(monkeypatch, grouped)
+        force_grouped(monkeypatch, grouped)
         d = SelectionData(codes, I, y, C, dtype=dtype, weights=weights)
         out = [d.class_table, d.relevance, d.pair_table(3)]
         for j in (0, 7):
@@ -215,7 +209,7 @@ def test_selections_equal_with_grouped_counts(method, missing, monkeypatch, dtyp
     monkeypatch.setattr(SelectionData, "plan", lambda self, k, classes=True: None)  # every step counts
     fits = []
     for grouped in (True, False):
-        _force_grouped(monkeypatch, grouped)
+        force_grouped(monkeypatch, grouped)
         fits.append(get_selector(method)(**kw).fit(X, y))
     np.testing.assert_array_equal(fits[0].selected_, fits[1].selected_)
     np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)
@@ -234,7 +228,7 @@ def test_grouped_cost_model_prefers_small_alphabets():
 @pytest.mark.parametrize("missing", [False, True])
 def test_row_major_data_count_the_class_table_alike(grouped, missing, monkeypatch, dtype):
     """MIM's data stay row-major (no feature-major copy): the same class table and relevance either way."""
-    _force_grouped(monkeypatch, grouped)
+    force_grouped(monkeypatch, grouped)
     rng = np.random.default_rng(5)
     X = torch.as_tensor(rng.integers(-1 if missing else 0, 6, (500, 70)).astype(np.int8))
     y = torch.as_tensor(rng.integers(0, 4, 500))

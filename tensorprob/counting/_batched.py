@@ -35,15 +35,13 @@ the same exact integer counts.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from .._config import get_config
 from .._device import chunk_ranges
-from ._selection import SelectionData, feature_major, grouped_table
+from ._selection import SelectionData, feature_major
 from ._tables import (
     _GROUPED_MAX_LEVELS,
-    grouped_is_cheaper,
     grouped_seconds,
     joint_table,
     one_hot,
@@ -196,20 +194,13 @@ class BatchedSelectionData:
         The rows left out get weight 0 instead of being gathered: the comparisons read the
         row-major codes in place, in the order of their (level, x_a, class) key.
         """
-        M, N = self.codes.shape
-        n = M if rows is None else int(rows.numel())
-        if (self.codes.device.type != "cpu" or self.codes.dtype.is_floating_point or card_a not in (1, self.max_card)
-                or not grouped_is_cheaper(n, N, self.max_card, card_a * self.n_classes, self._complete)):
+        if self.codes.device.type != "cpu" or card_a != (1 if a is None else self.max_card):
             return None
-        R = self._base._row_major()
-        if R is None:
-            return None
-        w = None if weights is None else weights.to(torch.float64).numpy()
-        if rows is not None:
-            full = np.zeros(M, dtype=np.float64)
-            full[rows.numpy()] = 1.0 if w is None else w
-            w = full
-        return grouped_table(R, self.y, a, self.max_card, self.n_classes, self._complete, w, self.dtype)
+        if rows is None:
+            return self._base._grouped_for(a, weights, self.codes.shape[0])
+        full = torch.zeros(self.codes.shape[0], dtype=torch.float64)
+        full[rows] = 1.0 if weights is None else weights.to(torch.float64)
+        return self._base._grouped_for(a, full, int(rows.numel()))
 
     def count(self, members: list[int], a_cols: list[int | None], card_a: int,
               classes: bool = True) -> list[torch.Tensor]:

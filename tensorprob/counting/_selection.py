@@ -381,13 +381,18 @@ class SelectionData:
         return self._class_table
 
     def _row_major(self) -> np.ndarray | None:
-        """The codes as C-ordered (M, N) NumPy memory (the caller's, or one transposed copy kept); None off the CPU or past a quarter of the budget."""
+        """The codes as C-ordered (M, N) NumPy memory: the caller's, or one transposed copy kept.
+
+        None off the CPU, or when a copy would take more than a quarter of the budget.
+        """
         if self._rows is None:
             c = self.codes
-            if c.device.type != "cpu" or c.ndim != 2 or c.numel() * c.element_size() > get_config()["memory_budget"] // 4:
+            if c.device.type != "cpu" or c.ndim != 2:
                 self._rows = False
             elif c.is_contiguous():
                 self._rows = c.numpy()
+            elif c.numel() * c.element_size() > get_config()["memory_budget"] // 4:
+                self._rows = False
             else:
                 self._rows = _blocked_transpose(c.T.contiguous().numpy())
         return self._rows if self._rows is not False else None
@@ -407,18 +412,26 @@ class SelectionData:
         torch.Tensor of shape (N, max_card, card_a, n_classes), or None
             ``card_a`` is ``max_card``, or 1 when ``j`` is None; in ``self.dtype``.
         """
+        return self._grouped_for(j, self.weights, int(self.codes.shape[0]) if self.codes.ndim == 2 else 0)
+
+    def _grouped_for(self, j: int | None, weights: torch.Tensor | None, n_kept: int) -> torch.Tensor | None:
+        """:meth:`_grouped_table` for the row weights ``weights`` (M,) of ``n_kept`` rows (None: every row, once).
+
+        Also what a batch counts its members with (its shared data are unweighted; the
+        member's weights come here).
+        """
         if (self.codes.device.type != "cpu" or self.stream is not None or self.codes.ndim != 2
                 or self.codes.dtype.is_floating_point):
             return None
-        M, N = self.codes.shape
+        N = self.codes.shape[1]
         I, C, complete = self.max_card, self.n_classes, self.complete
         A = 1 if j is None else I
-        if not grouped_is_cheaper(M, N, I, A * C, complete):  # before any row-major copy
+        if not grouped_is_cheaper(n_kept, N, I, A * C, complete):  # before any row-major copy
             return None
         rows = self._row_major()
         if rows is None:
             return None
-        w = None if self.weights is None else self.weights.to(torch.float64).numpy()
+        w = None if weights is None else weights.to(torch.float64).numpy()
         return grouped_table(rows, self.y, j, I, C, complete, w, self.dtype)
 
     @property

@@ -287,7 +287,6 @@ def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, c
         if not grouped_is_cheaper(int((key >= 0).sum()), N, card, n_groups, complete):
             return None
         return grouped_counts(codes, key, n_groups, card, complete)
-    out = _padded((n_groups, card, N), np.float64)
     w = np.asarray(weights, dtype=np.float64)
     if not np.array_equal(w, np.round(w)):
         return None
@@ -296,6 +295,7 @@ def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, c
     L = levels.size
     if L > _GROUPED_MAX_LEVELS or not grouped_is_cheaper(int(kept.sum()), N, card, n_groups * max(1, L), complete):
         return None
+    out = _padded((n_groups, card, N), np.float64)
     out[...] = 0.0
     if L:
         full = np.where(kept, np.searchsorted(levels, w) * n_groups + key, -1)  # (level, group) of each kept row
