@@ -39,8 +39,8 @@ def _gather_sum_kernel(flat_ptr, a_ptr, out_ptr, M, N, P, stride_fn, stride_ad, 
              mask=m_ok[:, None] & p_ok[None, :])
 
 
-def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int = 64, num_warps: int | None = None,
-                         num_stages: int | None = None, n_split: int = 1) -> torch.Tensor:
+def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int = 32, num_warps: int | None = None,
+                         num_stages: int | None = None, n_split: int = 8) -> torch.Tensor:
     """``out[m, p] = sum over observed n of log_A[flat_t[n, m], p]``: (M, P) in ``log_A``'s dtype.
 
     ``block_m`` rows per program; ``num_warps`` and ``num_stages`` go to the launch when given
@@ -48,7 +48,8 @@ def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int
     each summed by its own programs into a partial (n_split, M, P) buffer that one reduction
     adds up: more programs for few rows (every program walks its variables in sequence), and
     the same order of additions on every run (no atomics). ``benchmarks/bench_gpu.py
-    --sections kernels`` times the choices against the CSR reference.
+    --sections kernels`` times the choices against the CSR reference; the defaults are the
+    launch that measured best (``tensorprob.ops._incidence.GATHER_SPLIT``).
     """
     if flat_t.dtype != torch.int32:
         raise TypeError(f"flat_t must be int32 (variable-major flat codes), got {flat_t.dtype}")

@@ -53,7 +53,7 @@ def test_relative_products_equal_the_plain_ones(device, dtype):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
         b0, b2 = int(rel.offsets[0] + rel.base[0]), int(rel.offsets[2] + rel.base[2])
         assert got[b0, 0] == 0  # an exact zero stays exact
-        assert got[b2, 1] == pytest.approx(float(want[b2, 1]), rel=1e-12) and got[b2, 1] > 0
+        assert float(got[b2, 1]) == pytest.approx(float(want[b2, 1]), rel=1e-12) and float(got[b2, 1]) > 0
 
 
 def test_floors_act_as_in_the_plain_product(device, dtype):
@@ -84,7 +84,11 @@ def test_each_column_is_independent_of_its_neighbours(device, dtype):
     X[0, 3] = floor
     for f in (None, floor):
         assert torch.equal(rel.matmul(S1, X, floor=f)[:, 2:6], rel.matmul(S1, X[:, 2:6].contiguous(), floor=f))
-    assert torch.equal(rel.matmul_t(ST1, Y, 0, 500)[:, 2:6], rel.matmul_t(ST1, Y[:, 2:6].contiguous(), 0, 500))
+    wide, narrow = rel.matmul_t(ST1, Y, 0, 500)[:, 2:6], rel.matmul_t(ST1, Y[:, 2:6].contiguous(), 0, 500)
+    if Y.is_cuda:  # cuSPARSE picks its summation order by the number of columns: equal to rounding only
+        torch.testing.assert_close(wide, narrow, rtol=64 * torch.finfo(Y.dtype).eps, atol=0)
+    else:
+        assert torch.equal(wide, narrow)
 
 
 @pytest.mark.parametrize("budget", [None, 1 << 16])

@@ -52,7 +52,9 @@ def test_greedy_selection_syncs_at_most_once_per_step(method):
     tp.select_features(X, y, 2, method=method, **kw)  # warm caches and kernels
     few = syncs(lambda: tp.select_features(X, y, 2, method=method, **kw))
     many = syncs(lambda: tp.select_features(X, y, 12, method=method, **kw))
-    assert many - few <= 10, f"{method}: {many - few} synchronizations for 10 extra steps"
+    # VMI restarts a step when its bound refuses a pick: each attempt is one more pick, one more sync
+    restarts = tp.VMI(k=12, **kw).fit(X, y).n_restarts_ if method == "vmi" else 0
+    assert many - few <= 10 + restarts, f"{method}: {many - few} synchronizations for 10 extra steps"
 
 
 def test_em_syncs_at_most_once_per_iteration():

@@ -13,6 +13,8 @@ from .._config import get_config
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ..counting import unique_rows
+from ..ops import use_triton
+from ..ops._incidence import GATHER_SPLIT
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
 from ._model import CPDModel
 from ._stream import as_chunks, prepare_stream
@@ -244,10 +246,11 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
                          stacklevel=4, distributed=dist_on)
 
 
-def _bytes_per_row(B: int, F: int, itemsize: int) -> int:
+def _bytes_per_row(B: int, F: int, itemsize: int, kernel: bool = False) -> int:
     # per row: S @ log A (packed, at most B F) in the working dtype, then the padded L, its
-    # exponent and w*r (B F each) in float64, and the packed copy for S^T
-    return B * F * (itemsize + 4 * 8) + 64
+    # exponent and w*r (B F each) in float64, and the packed copy for S^T; the gather kernel
+    # adds its slices' partial sums (GATHER_SPLIT more copies of S @ log A)
+    return B * F * (itemsize * (1 + (GATHER_SPLIT if kernel else 0)) + 4 * 8) + 64
 
 
 def _check_request(n_rows: int, D: int, ranks_b: list[int], Fmax: int, itemsize: int) -> None:
@@ -354,8 +357,8 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     B = len(spec)
     itemsize = torch.finfo(dtype).bits // 8
     _check_request(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize)
-    data = EMData.build(rows, cards, W, dtype, _bytes_per_row(B, Fmax, itemsize), distributed=distributed,
-                        device=device, spill=spill)
+    per_row = _bytes_per_row(B, Fmax, itemsize, kernel=use_triton(torch.empty(0, device=device)))
+    data = EMData.build(rows, cards, W, dtype, per_row, distributed=distributed, device=device, spill=spill)
     D = int(cards.sum())
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
     ranks_b = [r for (r, _, _) in spec]
@@ -366,7 +369,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     else:
         seed_data = data
         if distributed and not spilled:
-            seed_data = EMData.build(g_rows, cards, g_W, dtype, _bytes_per_row(B, Fmax, itemsize))
+            seed_data = EMData.build(g_rows, cards, g_W, dtype, per_row)
         log_lam, log_A = init_kmeanspp(seed_data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm,
                                        by_passes=spilled)
         del seed_data

@@ -16,6 +16,15 @@ from ._dispatch import use_triton
 
 _SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands fall out of cache (measured)
 
+# The gather kernel's launch: 32 rows per program, the variables in 8 slices added by one reduction.
+# Of the ten launches timed by ``bench_gpu.py --sections kernels`` on an H200 (2026-11-26: MNIST-5k
+# and 70k x 785, P = 20 and 80, float32 and float64), it was the fastest in 6 of the 8 cases and
+# within 16% of the fastest in the other two: 0.94-1.18x cuSPARSE's speed at 5,000 rows, 1.65-2.08x
+# at 70,000. One slice of 64 rows (the launch before) was 0.16-0.30x cuSPARSE's speed at 5,000 rows.
+# The slices' partial sums take GATHER_SPLIT (rows x P) buffers: the EM's chunking counts them.
+GATHER_BLOCK_M = 32
+GATHER_SPLIT = 8
+
 
 _FRAGMENTS = {
     "S": """\
@@ -70,5 +79,5 @@ def incidence_matmul(S: torch.Tensor, log_A: torch.Tensor, flat_t: torch.Tensor 
     if flat_t is not None and use_triton(flat_t, log_A):
         from tensorprob_kernels.incidence import incidence_gather_sum
 
-        return incidence_gather_sum(flat_t, log_A)
+        return incidence_gather_sum(flat_t, log_A, block_m=GATHER_BLOCK_M, n_split=GATHER_SPLIT)
     return incidence_matmul_reference(S, log_A)
