@@ -19,8 +19,11 @@ from contextlib import contextmanager
 from typing import Any
 
 _DEFAULTS: dict[str, Any] = {
-    # Bytes that one chunk of a chunked computation may allocate (per large temporary).
+    # Bytes that one chunk of a chunked computation may allocate (per large temporary). While
+    # "auto" (the private flag below), work on a CUDA device gets DEVICE_SHARE of its memory
+    # instead, when that is more (see device_budget).
     "memory_budget": 512 * 2**20,
+    "_memory_budget_auto": True,
     # Numeric columns (integers, integral floats) with at most this many distinct values are
     # categories by value; categorical columns with more distinct values are rejected.
     "max_categories": 64,
@@ -53,7 +56,9 @@ def get_config() -> dict[str, Any]:
     Returns
     -------
     dict
-        ``memory_budget`` (bytes a chunk of a chunked computation may allocate) and
+        ``memory_budget`` (bytes a chunk of a chunked computation may allocate: the budget in
+        effect, which inside a fit on a CUDA device under the default ``"auto"`` is the
+        device's, see :func:`set_config`) and
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
         largest number of distinct values for which a numeric column is categorical),
         ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
@@ -65,13 +70,54 @@ def get_config() -> dict[str, Any]:
         ``cpu_threads`` (torch intra-op threads while a selector fits on the CPU, default 1;
         None leaves torch's setting).
     """
-    return dict(_state())
+    return {k: v for k, v in _state().items() if not k.startswith("_")}
+
+
+# The automatic budget on a CUDA device: this fraction of its memory (8.7 GiB of an H200's 140,
+# 5 GiB of an 80 GiB H100, 1.5 GiB of a 24 GiB card), never less than the CPU's default. The
+# default 512 MiB kept the 70,000 x 785 EM from caching its incidence on an H200 and cost 3.5x
+# per iteration (24 ms against 6.8 ms at 8 GiB; benchmarks/results/gpu_cuda.md, 2026-11-26).
+DEVICE_SHARE = 1 / 16
+
+
+def auto_budget(device: Any) -> int:
+    """The memory budget that ``memory_budget="auto"`` gives work on ``device`` (bytes).
+
+    The CPU's default (512 MiB) on the CPU; on a CUDA device, :data:`DEVICE_SHARE` of its
+    total memory when that is more.
+    """
+    import torch
+
+    device = torch.device(device)
+    base = _DEFAULTS["memory_budget"]
+    if device.type != "cuda":
+        return base
+    return max(base, int(torch.cuda.get_device_properties(device).total_memory * DEVICE_SHARE))
+
+
+@contextmanager
+def device_budget(device: Any) -> Iterator[None]:
+    """Run a block with the automatic memory budget of ``device`` (:func:`auto_budget`).
+
+    Only while the budget is ``"auto"``: a budget set with :func:`set_config` or
+    :func:`config_context` holds everywhere. The estimators' ``fit`` and the CPD fits wrap
+    their work in it once their device is known.
+    """
+    st = _state()
+    if not st.get("_memory_budget_auto") or getattr(device, "type", str(device)) == "cpu":
+        yield
+        return
+    token = _current.set(dict(st, memory_budget=auto_budget(device)))
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 _UNSET: Any = object()
 
 
-def set_config(*, memory_budget: int | None = None, max_categories: int | None = None,
+def set_config(*, memory_budget: int | str | None = None, max_categories: int | None = None,
                progress: bool | None = None, device: Any = None, dtype: Any = _UNSET,
                cpu_threads: Any = _UNSET) -> None:
     """Set configuration values; ``None`` leaves a value unchanged.
@@ -81,8 +127,10 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
 
     Parameters
     ----------
-    memory_budget : int, optional
-        Bytes one chunk of a chunked computation may allocate (at least 65536). Beyond the
+    memory_budget : int or "auto", optional
+        Bytes one chunk of a chunked computation may allocate (at least 65536). ``"auto"``
+        (the default): 512 MiB on the CPU, and on a CUDA device a sixteenth of its memory
+        when that is more (8.7 GiB on a 140 GiB H200); an int holds on every device. Beyond the
         chunks, what a computation keeps across its passes counts against it too: the EM
         caches its incidence matrix only when it fits (otherwise each pass rebuilds it chunk
         by chunk), and PDA/VMI keep their per-sample sums only when they fit (otherwise each
@@ -144,10 +192,12 @@ def set_config(*, memory_budget: int | None = None, max_categories: int | None =
         new["cpu_threads"] = cpu_threads
     if progress is not None:
         new["progress"] = bool(progress)
-    if memory_budget is not None:
-        if int(memory_budget) < 2**16:
-            raise ValueError(f"memory_budget must be at least 65536 bytes, got {memory_budget!r}")
-        new["memory_budget"] = int(memory_budget)
+    if isinstance(memory_budget, str) and memory_budget == "auto":
+        new.update({"memory_budget": _DEFAULTS["memory_budget"], "_memory_budget_auto": True})
+    elif memory_budget is not None:
+        if isinstance(memory_budget, (str, bool)) or int(memory_budget) < 2**16:
+            raise ValueError(f"memory_budget must be 'auto' or at least 65536 bytes, got {memory_budget!r}")
+        new.update({"memory_budget": int(memory_budget), "_memory_budget_auto": False})
     if max_categories is not None:
         if int(max_categories) < 2:
             raise ValueError(f"max_categories must be at least 2, got {max_categories!r}")

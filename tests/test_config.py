@@ -1,6 +1,7 @@
 """Global configuration (tensorprob._config): memory budget and its validation."""
 import numpy as np
 import pytest
+import torch
 
 import tensorprob as tp
 
@@ -118,3 +119,60 @@ def test_selectors_fit_at_the_configured_cpu_threads_and_restore_torch():
         with pytest.raises(ValueError, match="cpu_threads"):
             tp.set_config(cpu_threads=bad)
     assert tp.get_config()["cpu_threads"] == 1
+
+
+def _fake_cuda(monkeypatch, total):
+    class Props:
+        total_memory = total
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: Props())
+
+
+def test_auto_budget_gives_a_cuda_device_its_share(monkeypatch):
+    """Under memory_budget="auto" a CUDA block gets 1/16 of the device (at least the CPU's 512 MiB)."""
+    from tensorprob._config import DEVICE_SHARE, auto_budget, device_budget
+
+    cpu_default = 512 * 2**20
+    _fake_cuda(monkeypatch, 140 * 2**30)
+    want = int(140 * 2**30 * DEVICE_SHARE)
+    assert want == 140 * 2**30 // 16 and auto_budget("cuda") == want and auto_budget("cpu") == cpu_default
+    with device_budget(torch.device("cpu")):
+        assert tp.get_config()["memory_budget"] == cpu_default
+    with device_budget(torch.device("cuda:0")):
+        assert tp.get_config()["memory_budget"] == want
+        with device_budget(torch.device("cuda")):  # nested: the same value
+            assert tp.get_config()["memory_budget"] == want
+    assert tp.get_config()["memory_budget"] == cpu_default  # restored
+    _fake_cuda(monkeypatch, 4 * 2**30)  # a small card: never below the CPU's default
+    assert auto_budget("cuda") == cpu_default
+    _fake_cuda(monkeypatch, 140 * 2**30)
+    with tp.config_context(memory_budget=2**20):  # a budget the user set holds on every device
+        with device_budget(torch.device("cuda")):
+            assert tp.get_config()["memory_budget"] == 2**20
+        with tp.config_context(memory_budget="auto"), device_budget(torch.device("cuda")):
+            assert tp.get_config()["memory_budget"] == want
+    assert "_memory_budget_auto" not in tp.get_config()  # the flag is private
+    for bad in ("big", True, 10):
+        with pytest.raises(ValueError, match="memory_budget"):
+            tp.set_config(memory_budget=bad)
+
+
+def test_fits_run_under_their_devices_budget(monkeypatch):
+    """The estimators' fit and the CPD fits enter device_budget with their resolved device."""
+    import tensorprob._config as cfg
+
+    seen = []
+    real = cfg.device_budget
+
+    def spy(device):
+        seen.append(torch.device(device).type)
+        return real(device)
+
+    for mod in ("tensorprob.selection._base", "tensorprob.cpd._fit", "tensorprob.cpd._rank"):
+        monkeypatch.setattr(f"{mod}.device_budget", spy)
+    X = np.random.default_rng(0).integers(0, 3, (60, 4))
+    y = X[:, 0] % 2
+    tp.JMI(k=2, device="cpu").fit(X, y)
+    tp.fit_cpd(X, rank=2, device="cpu", n_iter_max=2, random_state=0)
+    tp.select_rank(X, y, ranks=[1, 2], cv=2, device="cpu", n_iter_max=2, random_state=0)
+    assert seen == ["cpu", "cpu", "cpu"]

@@ -84,3 +84,22 @@ def test_memory_budget_bounds_peak_device_memory(method, dtype):
     # per-sample state (VMI / PDA keep (samples x candidates) log-probabilities) is data, not a temporary
     state = 4 * X.size * torch.finfo(dtype).bits // 8
     assert extra <= inputs + state + 6 * budget, f"{method}: peak {extra / 2**20:.1f} MiB"
+
+
+def test_auto_budget_inside_a_cuda_fit():
+    """Under the default memory_budget="auto" a CUDA fit works to 1/16 of the device's memory."""
+    from tensorprob._config import auto_budget
+
+    want = auto_budget(torch.device("cuda"))
+    assert want >= 512 * 2**20
+    seen = []
+    X, y = data(M=500, N=6)
+    tp.fit_cpd(np.column_stack([X, y]), rank=2, n_iter_max=2, random_state=0, device="cuda",
+               callback=lambda *a, **k: seen.append(tp.get_config()["memory_budget"]))
+    assert seen and set(seen) == {want}
+    assert tp.get_config()["memory_budget"] == 512 * 2**20  # outside the fit: the CPU's
+    with tp.config_context(memory_budget=2**24):
+        seen.clear()
+        tp.fit_cpd(np.column_stack([X, y]), rank=2, n_iter_max=2, random_state=0, device="cuda",
+                   callback=lambda *a, **k: seen.append(tp.get_config()["memory_budget"]))
+        assert set(seen) == {2**24}

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .. import _distributed
-from .._config import get_config
+from .._config import device_budget, get_config
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ..counting import unique_rows
@@ -217,33 +217,34 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
     n_restarts, n_iter_max, tol, alpha = _check_options(n_restarts, n_iter_max, tol, alpha, init)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    chunks = as_chunks(X)
-    if chunks is not None:
-        if y is not None or sample_weight is not None:
-            raise ValueError("with streamed X (RowChunks, a callable or a Parquet path) the labels and weights come "
-                             "with the chunks, (X, y) or (X, y, sample_weight), or from RowChunks.from_parquet("
-                             "target=...); y and sample_weight must be None")
-        prep, rows, W, spill = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer,
-                                              n_bins=n_bins, missing_values=missing_values, device=dev,
-                                              distributed=dist_on)
-        try:
-            return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts,
-                                 n_iter_max=n_iter_max, tol=tol, alpha=alpha, init=init, random_state=random_state,
-                                 callback=callback, stacklevel=4, distributed=dist_on, merged=(rows, W), spill=spill)
-        finally:
-            del rows, W
-            if spill is not None:
-                spill.close()
-    prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
-                        missing_values=missing_values, distributed=dist_on)
-    if dist_on:
-        W_np = _distributed.agree(lambda: _check_weights(sample_weight, prep.codes.shape[0], local=True))
-        W_np = _global_weight_scale(W_np)
-    else:
-        W_np = _check_weights(sample_weight, prep.codes.shape[0])
-    return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
-                         tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
-                         stacklevel=4, distributed=dist_on)
+    with device_budget(dev):  # a CUDA device's own budget under memory_budget="auto"
+        chunks = as_chunks(X)
+        if chunks is not None:
+            if y is not None or sample_weight is not None:
+                raise ValueError("with streamed X (RowChunks, a callable or a Parquet path) the labels and weights come "
+                                 "with the chunks, (X, y) or (X, y, sample_weight), or from RowChunks.from_parquet("
+                                 "target=...); y and sample_weight must be None")
+            prep, rows, W, spill = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer,
+                                                  n_bins=n_bins, missing_values=missing_values, device=dev,
+                                                  distributed=dist_on)
+            try:
+                return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts,
+                                     n_iter_max=n_iter_max, tol=tol, alpha=alpha, init=init, random_state=random_state,
+                                     callback=callback, stacklevel=4, distributed=dist_on, merged=(rows, W), spill=spill)
+            finally:
+                del rows, W
+                if spill is not None:
+                    spill.close()
+        prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                            missing_values=missing_values, distributed=dist_on)
+        if dist_on:
+            W_np = _distributed.agree(lambda: _check_weights(sample_weight, prep.codes.shape[0], local=True))
+            W_np = _global_weight_scale(W_np)
+        else:
+            W_np = _check_weights(sample_weight, prep.codes.shape[0])
+        return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
+                             tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
+                             stacklevel=4, distributed=dist_on)
 
 
 def _bytes_per_row(B: int, F: int, itemsize: int, kernel: bool = False) -> int:

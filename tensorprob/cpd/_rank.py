@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from .. import _distributed
+from .._config import device_budget
 from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ..counting import Incidence
@@ -115,15 +116,16 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     dist_on = _distributed.active(distributed)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
-                        distributed=dist_on)
-    seed = seed_from_random_state(random_state)
-    if dist_on:
-        seed = _distributed.broadcast(seed)
-    return _select_rank_prepared(prep, ranks, cv, device=dev, dtype=dt,
-                                 n_restarts=_check_int("n_restarts", n_restarts, 1),
-                                 n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
-                                 seed=seed, distributed=dist_on)
+    with device_budget(dev):  # a CUDA device's own budget under memory_budget="auto"
+        prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                            distributed=dist_on)
+        seed = seed_from_random_state(random_state)
+        if dist_on:
+            seed = _distributed.broadcast(seed)
+        return _select_rank_prepared(prep, ranks, cv, device=dev, dtype=dt,
+                                     n_restarts=_check_int("n_restarts", n_restarts, 1),
+                                     n_iter_max=_check_int("n_iter_max", n_iter_max, 0), tol=float(tol), alpha=float(alpha),
+                                     seed=seed, distributed=dist_on)
 
 
 def _select_rank_prepared(prep: PreparedData, ranks: list[int], cv: int, *, device: torch.device, dtype: torch.dtype,

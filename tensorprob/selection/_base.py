@@ -30,6 +30,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
+from .._config import device_budget
 from .._device import cpu_thread_cap, resolve_device, resolve_dtype
 from .._docstrings import fill_doc
 from ..counting import SelectionData
@@ -326,7 +327,8 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         """
         self._start_fit()
         chunks = self._stream_input(X, y, sample_weight, resamples)
-        with cpu_thread_cap(resolve_device(self.device)):  # get_config()["cpu_threads"]: 1 by default
+        dev = resolve_device(self.device)
+        with cpu_thread_cap(dev), device_budget(dev):  # 1 CPU thread by default; the device's "auto" budget
             if chunks is not None:
                 selected, scores = self._fit_stream(chunks)
             else:
