@@ -65,6 +65,25 @@ def test_batch_equals_separate_runs(method):
     _check_members(sel, method, X, cards, y, W, 6)
 
 
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+@pytest.mark.parametrize("method", ["jmi", "mrmr", "cmim", "disr", "mifs"])
+def test_stacked_member_quantities_equal_separate_runs(monkeypatch, method, missing):
+    """The members' quantities computed from their stacked tables (the GPU's way) equal separate runs."""
+    from tensorprob.counting import _batched
+
+    monkeypatch.setattr(_batched, "STACK_ON_CPU", True)
+    calls = []
+    real = _batched.BatchedSelectionData._stacked_information
+    monkeypatch.setattr(_batched.BatchedSelectionData, "_stacked_information",
+                        lambda self, T, n: calls.append(T.shape[0]) or real(self, T, n))
+    X, y = _codes(seed=21, missing=missing)
+    cards = np.full(X.shape[1], 3)
+    W = _weights(len(y), seed=22)
+    sel = get_selector(method)(k=6).fit(tp.Encoded(X, cards), y, resamples=W)
+    assert calls and max(calls) > 1  # the stacked path ran, for several members at once
+    _check_members(sel, method, X, cards, y, W, 6)
+
+
 @pytest.mark.parametrize("method", ["jmi", "mrmr", "cmim", "icap", "rmrmr"])
 def test_batch_with_missing_entries(method):
     """Pairwise deletion and the observed-fraction weighting take the member's total weight."""
@@ -201,7 +220,9 @@ def test_class_free_counts_and_their_fallback(monkeypatch, dtype):
     batch._needed.add("mi_x_a")
     batch.announce({0: 2, 1: 5, 2: 2, 3: 0})
     info = batch.members[1].pair_information(5)
-    assert info._info.T.shape[3] == 1  # counted without the class
+    inner = info._info  # the members' quantities were computed together: their stacked tables
+    T = inner._info.T if isinstance(inner, _batched._Row) else inner.T
+    assert T.shape[3] == 1  # counted without the class
     for name in ("mi_x_a", "mi_xa_b", "cmi_x_b_given_a"):
         ref = getattr(_batched.table_information(batch._table(None, 5, 3, W[:, 1]), 1.0, batch.members[1].n_rows), name)
         assert torch.equal(getattr(info, name), ref), name

@@ -417,9 +417,10 @@ class TableInformation:
         Counts of (x, a, b), e.g. from :func:`joint_table`.
     scale : float, default=1.0
         Divisor of every quantity (1 for nats, ``log 2`` for bits).
-    n_rows : float, optional
+    n_rows : float or torch.Tensor of shape (n,), optional
         Number (or total weight) of rows the tables were counted from, missing entries
-        included. None (complete data) applies no weighting.
+        included (one per table for tables of different data). None (complete data) applies
+        no weighting.
 
     Attributes
     ----------
@@ -446,7 +447,7 @@ class TableInformation:
     0.693147
     """
 
-    def __init__(self, T: torch.Tensor, scale: float = 1.0, n_rows: float | None = None) -> None:
+    def __init__(self, T: torch.Tensor, scale: float = 1.0, n_rows: float | torch.Tensor | None = None) -> None:
         self.T, self.scale, self.n_rows = T, scale, n_rows
         self._margins: dict[tuple[int, ...], torch.Tensor] = {}
 
@@ -499,7 +500,9 @@ class TableInformation:
         if self.n_rows is None:
             return None
         tot = self.T.reshape(self.T.shape[0], -1).to(torch.float64).sum(1)
-        return (tot / max(float(self.n_rows), 1.0)).clamp_(0.0, 1.0)
+        n = self.n_rows
+        n = n.to(tot).clamp_min(1.0) if isinstance(n, torch.Tensor) else max(float(n), 1.0)
+        return (tot / n).clamp_(0.0, 1.0)
 
     def _nonneg(self, v: torch.Tensor) -> torch.Tensor:
         v = v.clamp_min(0.0)
@@ -523,7 +526,8 @@ class TableInformation:
     cmi_x_b_given_a = _information("I(x; b | a)", ("h_xa", "h_ab"), ("h_xab", "h_a"))
     mi_xa_b = _information("I(x, a; b)", ("h_xa", "h_b"), ("h_xab",))
 
-def table_information(T: torch.Tensor, scale: float = 1.0, n_rows: float | None = None) -> TableInformation:
+def table_information(T: torch.Tensor, scale: float = 1.0,
+                      n_rows: float | torch.Tensor | None = None) -> TableInformation:
     """Plug-in information quantities of x (dim 1), a (dim 2), b (dim 3) of each table T (n, I, A, B).
 
     Parameters
@@ -532,10 +536,10 @@ def table_information(T: torch.Tensor, scale: float = 1.0, n_rows: float | None 
         Counts, e.g. from :func:`joint_table`.
     scale : float, default=1.0
         Divisor of every quantity: 1 for nats, ``log 2`` for bits.
-    n_rows : float, optional
+    n_rows : float or torch.Tensor of shape (n,), optional
         Rows (or total weight) of the data, missing entries included: every information is
-        multiplied by its table's observed fraction ``T.sum() / n_rows``. None: no weighting
-        (complete data).
+        multiplied by its table's observed fraction ``T.sum() / n_rows``; a tensor gives each
+        table its own. None: no weighting (complete data).
 
     Returns
     -------

@@ -398,8 +398,11 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
                 first[b] = False
         batch.announce(picks)
         joint.update(picks)
-        for b, j in picks.items():
-            available[b, j] = False
+        if picks:  # one indexed write (an item assignment per member copies a host scalar each on a GPU)
+            pb = torch.tensor(list(picks), dtype=torch.int64)
+            pj = torch.tensor(list(picks.values()), dtype=torch.int64)
+            available.index_put_((pb.to(dev), pj.to(dev)), torch.zeros((), dtype=torch.bool, device=dev))
+        for b in picks:
             if len(selected[b]) == k:
                 batch.finished(b)
         bar.update()
