@@ -53,3 +53,22 @@ def test_a_run_that_writes_results_refuses_a_dirty_tree(common, monkeypatch, fla
         common.refuse_dirty(ap, args)
     monkeypatch.setattr(common, "uncommitted_edits", lambda path=None: [])
     common.refuse_dirty(ap, argparse.Namespace(quick=False, from_csv=False, allow_dirty=False))  # clean: runs
+
+
+def test_live_at_peak_replays_an_allocator_trace():
+    """bench_gpu's memory breakdown: the peak of a trace and its live blocks by allocating line."""
+    gpu = load_benchmark_script("bench_gpu")
+
+    def alloc(addr, size, file, line):
+        return {"action": "alloc", "addr": addr, "size": size,
+                "frames": [{"filename": "/torch/cuda/x.py", "line": 9, "name": "inner"},
+                           {"filename": f"/site/tensorprob/{file}", "line": line, "name": "f"}]}
+
+    trace = [alloc(1, 100, "a.py", 1), alloc(2, 50, "b.py", 2), {"action": "free_completed", "addr": 1, "size": 100},
+             alloc(3, 120, "a.py", 1), alloc(5, 7, "a.py", 1),
+             {"action": "alloc", "addr": 4, "size": 10, "frames": [{"filename": "/torch/x.py", "line": 3, "name": "g"}]},
+             {"action": "free_completed", "addr": 3, "size": 120}, alloc(6, 60, "c.py", 4)]
+    peak, sites = gpu.live_at_peak(trace)
+    assert peak == 50 + 120 + 7 + 10  # after the fourth block; block 6 comes once 120 bytes are free
+    assert sites == [("a.py:1 f", 127), ("b.py:2 f", 50), ("/torch/x.py:3 g", 10)]
+    assert gpu.live_at_peak([]) == (0, [])
