@@ -152,8 +152,12 @@ def test_lazy_cmim_reads_the_weights():
     np.testing.assert_array_equal(lazy.selected_, ref.selected_)
 
 
-def test_batch_within_a_tiny_memory_budget():
+@pytest.mark.parametrize("stack", [False, True])
+def test_batch_within_a_tiny_memory_budget(monkeypatch, stack):
     """Members counted a few at a time and the one-hot codes rebuilt per product: the same selections."""
+    from tensorprob.counting import _batched
+
+    monkeypatch.setattr(_batched, "STACK_ON_CPU", stack)
     X, y = _codes(seed=9, M=500, N=16)
     W = np.concatenate([_weights(len(y), seed=s) for s in range(3)], 1)  # 12 members
     full = tp.JMI(k=5).fit(X, y, resamples=W)

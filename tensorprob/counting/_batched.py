@@ -361,11 +361,11 @@ class BatchedSelectionData:
             for i, b in enumerate(idx):
                 self.members[b]._class_table = T[i]
 
-    def _member_chunks(self, card_a: int) -> list[tuple[int, int]]:
-        """Ranges of members whose tables (and product) fit the memory budget together."""
+    def _member_chunks(self, card_a: int, copies: int = 2) -> list[tuple[int, int]]:
+        """Ranges of members whose tables (``copies`` float64 copies of each) fit the memory budget together."""
         M, N = self._base.budget_rows, self.codes.shape[1]
         cells = N * self.max_card * card_a * self.n_classes
-        per_member = 8 * (2 * cells + 2 * M)
+        per_member = 8 * (copies * cells + 2 * M)
         per = max(1, (get_config()["memory_budget"] // 2) // per_member)
         B = len(self.members)
         return [(s, min(B, s + per)) for s in range(0, B, per)]
@@ -414,15 +414,17 @@ class BatchedSelectionData:
             who = [(m, jj) for m, jj in self._pending.items() if jj == j]
         who.remove((b, j))
         who.insert(0, (b, j))
-        size = max(1, self._member_chunks(self.max_card)[0][1])
+        stacked = bool(self._needed) and (STACK_ON_CPU or self.codes.device.type != "cpu")
+        # stacked: the tables, their integer margins and the entropies' float64 temporaries of
+        # the whole chunk are alive together (about five copies of the tables)
+        size = max(1, self._member_chunks(self.max_card, 5 if stacked else 2)[0][1])
         first = None
         classes = not (self._needed and self._needed <= CLASS_FREE)  # e.g. MRMR: I(x_c; x_j) only
         for s in range(0, len(who), size):
             chunk = who[s:s + size]
             ids, picks = [m for m, _ in chunk], [jj for _, jj in chunk]
             n_rows = [self.members[m].n_rows for m in ids]
-            if (self._needed and len(chunk) > 1 and len({r is None for r in n_rows}) == 1
-                    and (STACK_ON_CPU or self.codes.device.type != "cpu")):
+            if stacked and len(chunk) > 1 and len({r is None for r in n_rows}) == 1:
                 # the quantities to keep are known: computed for the whole chunk at once (a
                 # table's quantities do not depend on the tables beside it: table_information)
                 info = self._stacked_information(self.count(ids, picks, self.max_card, classes, stack=True), n_rows)
