@@ -96,18 +96,26 @@ def auto_budget(device: Any) -> int:
 
 
 @contextmanager
-def device_budget(device: Any) -> Iterator[None]:
+def device_budget(device: Any, distributed: bool = False) -> Iterator[None]:
     """Run a block with the automatic memory budget of ``device`` (:func:`auto_budget`).
 
     Only while the budget is ``"auto"``: a budget set with :func:`set_config` or
     :func:`config_context` holds everywhere. The estimators' ``fit`` and the CPD fits wrap
-    their work in it once their device is known.
+    their work in it once their device is known. ``distributed``: every rank of the process
+    group takes the smallest budget of the ranks (one all-gather), since the budget sizes the
+    chunks and chunked collectives must run alike on every rank.
     """
     st = _state()
-    if not st.get("_memory_budget_auto") or getattr(device, "type", str(device)) == "cpu":
+    auto = st.get("_memory_budget_auto") and getattr(device, "type", str(device)) != "cpu"
+    budget = auto_budget(device) if auto else st["memory_budget"]
+    if distributed:
+        from . import _distributed
+
+        budget = min(_distributed.all_gather(budget))
+    if budget == st["memory_budget"]:
         yield
         return
-    token = _current.set(dict(st, memory_budget=auto_budget(device)))
+    token = _current.set(dict(st, memory_budget=budget))
     try:
         yield
     finally:
@@ -130,7 +138,8 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
     memory_budget : int or "auto", optional
         Bytes one chunk of a chunked computation may allocate (at least 65536). ``"auto"``
         (the default): 512 MiB on the CPU, and on a CUDA device a sixteenth of its memory
-        when that is more (8.7 GiB on a 140 GiB H200); an int holds on every device. Beyond the
+        when that is more (8.7 GiB on a 140 GiB H200); an int holds on every device. A
+        data-parallel fit (``distributed=True``) takes the smallest budget of its ranks. Beyond the
         chunks, what a computation keeps across its passes counts against it too: the EM
         caches its incidence matrix only when it fits (otherwise each pass rebuilds it chunk
         by chunk), and PDA/VMI keep their per-sample sums only when they fit (otherwise each

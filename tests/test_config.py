@@ -164,9 +164,9 @@ def test_fits_run_under_their_devices_budget(monkeypatch):
     seen = []
     real = cfg.device_budget
 
-    def spy(device):
-        seen.append(torch.device(device).type)
-        return real(device)
+    def spy(device, distributed=False):
+        seen.append((torch.device(device).type, distributed))
+        return real(device, distributed)
 
     for mod in ("tensorprob.selection._base", "tensorprob.cpd._fit", "tensorprob.cpd._rank"):
         monkeypatch.setattr(f"{mod}.device_budget", spy)
@@ -175,4 +175,30 @@ def test_fits_run_under_their_devices_budget(monkeypatch):
     tp.JMI(k=2, device="cpu").fit(X, y)
     tp.fit_cpd(X, rank=2, device="cpu", n_iter_max=2, random_state=0)
     tp.select_rank(X, y, ranks=[1, 2], cv=2, device="cpu", n_iter_max=2, random_state=0)
-    assert seen == ["cpu", "cpu", "cpu"]
+    assert seen == [("cpu", False)] * 3
+
+
+def _rank_budgets(rank, world):
+    """Rank r sets its own budget; inside device_budget(distributed) every rank sees the smallest."""
+    from tensorprob._config import device_budget
+
+    X = np.random.default_rng(0).integers(0, 3, (400, 12))
+    y = (X[:, 0] + X[:, 1]) % 3
+    mine = slice(rank * 200, (rank + 1) * 200)
+    with tp.config_context(memory_budget=2**16 if rank == 0 else 2**30):
+        with device_budget(torch.device("cpu"), distributed=True):
+            seen = tp.get_config()["memory_budget"]
+        # a data-parallel fit whose ranks were given different budgets: the same chunks everywhere
+        sel = tp.JMI(k=4, device="cpu", distributed=True).fit(X[mine], y[mine])
+    return seen, sel.selected_.tolist()
+
+
+@pytest.mark.slow  # spawns Gloo processes (seconds): full suite only
+def test_distributed_fits_agree_on_the_smallest_budget():
+    from _dist_helpers import run_ranks
+
+    out = run_ranks(_rank_budgets, 2)
+    assert all(status == "ok" for status, _ in out), out
+    X = np.random.default_rng(0).integers(0, 3, (400, 12))
+    ref = tp.JMI(k=4, device="cpu").fit(X, (X[:, 0] + X[:, 1]) % 3).selected_.tolist()
+    assert [v for _, v in out] == [(2**16, ref)] * 2

@@ -217,7 +217,7 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
     n_restarts, n_iter_max, tol, alpha = _check_options(n_restarts, n_iter_max, tol, alpha, init)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    with device_budget(dev):  # a CUDA device's own budget under memory_budget="auto"
+    with device_budget(dev, dist_on):  # a CUDA device's own budget under memory_budget="auto"
         chunks = as_chunks(X)
         if chunks is not None:
             if y is not None or sample_weight is not None:

@@ -116,7 +116,7 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     dist_on = _distributed.active(distributed)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    with device_budget(dev):  # a CUDA device's own budget under memory_budget="auto"
+    with device_budget(dev, dist_on):  # a CUDA device's own budget under memory_budget="auto"
         prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
                             distributed=dist_on)
         seed = seed_from_random_state(random_state)

@@ -328,7 +328,7 @@ class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
         self._start_fit()
         chunks = self._stream_input(X, y, sample_weight, resamples)
         dev = resolve_device(self.device)
-        with cpu_thread_cap(dev), device_budget(dev):  # 1 CPU thread by default; the device's "auto" budget
+        with cpu_thread_cap(dev), device_budget(dev, self._dist_on):  # 1 CPU thread by default; the device's "auto" budget
             if chunks is not None:
                 selected, scores = self._fit_stream(chunks)
             else:
