@@ -65,6 +65,47 @@ def test_batch_equals_separate_runs(method):
     _check_members(sel, method, X, cards, y, W, 6)
 
 
+def _folds(M, K=5, seed=0, unused=0.0):
+    """K fold masks (training rows 1); rows that no fold trains on with probability ``unused``."""
+    rng = np.random.default_rng(seed)
+    fold = rng.integers(0, K, M)
+    W = (fold[:, None] != np.arange(K)[None, :]).astype(np.float64)
+    W[rng.random(M) < unused] = 0.0
+    return W
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+@pytest.mark.parametrize("method", COUNT_BASED)
+def test_weight_patterns_equal_separate_runs(monkeypatch, method, missing):
+    """Fold masks counted once by (x_a, weight pattern): every member equals its separate run."""
+    from tensorprob.counting import _batched
+
+    calls = []
+    real = _batched.BatchedSelectionData._pattern_tables
+    monkeypatch.setattr(_batched.BatchedSelectionData, "_pattern_tables",
+                        lambda self, *a: calls.append(len(a[0])) or real(self, *a))
+    monkeypatch.setattr(_batched, "_NS_PATTERN_MADD", 0.0)  # the pattern count wherever it applies
+    X, y = _codes(seed=31, missing=missing)
+    cards = np.full(X.shape[1], 3)
+    W = _folds(len(y), unused=0.05)
+    sel = get_selector(method)(k=5).fit(tp.Encoded(X, cards), y, resamples=W)
+    assert calls and max(calls) > 1  # the pattern count served several members at once
+    _check_members(sel, method, X, cards, y, W, 5)
+
+
+def test_weight_patterns_on_and_off_agree(monkeypatch):
+    """Integer pattern weights (2-fold repeated masks with a doubled fold) counted both ways: bit-equal."""
+    from tensorprob.counting import _batched
+
+    X, y = _codes(seed=32, M=300, missing=0.05)
+    W = np.concatenate([_folds(len(y), K=3, seed=1), 2.0 * _folds(len(y), K=2, seed=2)], 1)
+    on = tp.JMI(k=6).fit(X, y, resamples=W)
+    monkeypatch.setattr(_batched, "PATTERNS_MAX", 0)
+    off = tp.JMI(k=6).fit(X, y, resamples=W)
+    np.testing.assert_array_equal(on.selected_, off.selected_)
+    np.testing.assert_array_equal(on.scores_, off.scores_)
+
+
 @pytest.mark.parametrize("missing", [0.0, 0.1])
 @pytest.mark.parametrize("method", ["jmi", "mrmr", "cmim", "disr", "mifs"])
 def test_stacked_member_quantities_equal_separate_runs(monkeypatch, method, missing):
