@@ -24,7 +24,8 @@ mkdir -p /tmp/site
 ln -sfn "$PWD/kernels" /tmp/site/tensorprob_kernels  # the package-dir mapping of pyproject.toml
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 if [ -d .data/skfeature ]; then  # the papers' data sets, for the tests and bench_peers
-    export TENSORPROB_TEST_DATA=$PWD/.data/skfeature TENSORPROB_SKFEATURE_DATA=$PWD/.data/skfeature
+    export TENSORPROB_TEST_DATA=$PWD/.data/skfeature TENSORPROB_SKFEATURE_DATA=$PWD/.data/skfeature \
+        TENSORPROB_DATA=$PWD/.data/skfeature
 fi
 {
     echo "commit: ${TENSORPROB_COMMIT:-unknown}"
