@@ -265,8 +265,9 @@ class BatchedSelectionData:
                                       for p, b in zip(positive, ids)))
             mode = "ref" if use_ref else "own"
             # against the per-member passes at the scatter rate: the grouped model undercounts
-            # passes over few rows per group (a fold's 500 rows of MNIST-5k: 2.6 ms measured, 1.0
-            # estimated), and one pattern count beat them 19 ms to 36 ms for 10 fold masks
+            # passes over few rows per group and leaves out adding each correction to the shared
+            # count (10 fold masks of MNIST-5k: 30 ms measured, 13.6 estimated; a fold's 500 rows
+            # alone 1.6 ms, 1.0 estimated), and one pattern count took 17 ms there
             passes = (M + sum(differ)) if use_ref else sum(positive)
             if (len(ids) > 1 and self._patterns is not None
                     and self._pattern_ns(len(ids), card_a) < passes * self.codes.shape[1] * _NS_BINCOUNT_PASS):
