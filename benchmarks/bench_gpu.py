@@ -347,14 +347,14 @@ def sec_memory(args, bw, rows, extra):
             rows.append({"section": "memory", "data": f"planted {Xc.shape[0] // 1000}k x 784",
                          "variant": f"{label}, budget {budget_mib} MiB", "seconds": sec, "peak_gib": peak / 2**30,
                          "note": f"peak / budget = {peak / (budget_mib * 2**20):.2f}"})
+            at_peak = extra.setdefault("memory_at_peak", {})
             try:
                 with tp.config_context(memory_budget=budget_mib * 2**20):
                     traced, sites = traced_peak(fn)
-                extra.setdefault("memory_at_peak", {})[f"{label}, budget {budget_mib} MiB"] = {
-                    "traced_peak_mib": round(traced / 2**20, 1),
-                    "sites_mib": {k: round(v / 2**20, 1) for k, v in sites}}
+                at_peak[rows[-1]["variant"]] = {"traced_peak_mib": round(traced / 2**20, 1),
+                                                "sites_mib": {k: round(v / 2**20, 1) for k, v in sites}}
             except Exception as exc:  # noqa: BLE001 - the breakdown is a diagnosis, not a figure
-                extra.setdefault("memory_at_peak", {})[label] = f"{type(exc).__name__}: {exc}"[:200]
+                at_peak[rows[-1]["variant"]] = f"{type(exc).__name__}: {exc}"[:200]
 
 
 def sec_kernels(args, bw, rows, extra):

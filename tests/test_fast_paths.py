@@ -240,7 +240,7 @@ def test_row_major_data_count_the_class_table_alike(grouped, missing, monkeypatc
 
 
 @pytest.mark.parametrize("complete", [True, False])
-def test_weighted_grouped_counts_equal_a_weighted_bincount(complete):
+def test_weighted_grouped_counts_equal_a_weighted_bincount(complete, monkeypatch):
     """Integral weights (0 leaves a row out, negative ones subtract) are levels of the group key: the weighted
     bincount's sums; fractional weights and too many levels are left to the bincount."""
     from tensorprob.counting._tables import _GROUPED_MAX_LEVELS, weighted_grouped_counts
@@ -253,14 +253,12 @@ def test_weighted_grouped_counts_equal_a_weighted_bincount(complete):
     idx = (key[:, None] * card + codes) * N + np.arange(N)[None, :]
     ref = np.bincount(idx[keep], weights=np.broadcast_to(w[:, None], (M, N))[keep],
                       minlength=G * card * N).reshape(G, card, N)
-    with pytest.MonkeyPatch.context() as mp:
-        from tensorprob.counting import _tables
-        mp.setattr(_tables, "grouped_is_cheaper", lambda *a: True)
-        got = weighted_grouped_counts(codes, key, G, card, complete, w)
-        np.testing.assert_array_equal(got, ref)
-        np.testing.assert_array_equal(weighted_grouped_counts(codes, key, G, card, complete, np.zeros(M)), 0 * ref)
-        np.testing.assert_array_equal(weighted_grouped_counts(codes, key, G, card, complete, None),
-                                      _grouped_reference(codes, key, G, card))
-        assert weighted_grouped_counts(codes, key, G, card, complete, w + 0.5) is None
-        many = np.arange(M, dtype=np.float64) % (_GROUPED_MAX_LEVELS + 1) + 1
-        assert weighted_grouped_counts(codes, key, G, card, complete, many) is None
+    force_grouped(monkeypatch, True)
+    got = weighted_grouped_counts(codes, key, G, card, complete, w)
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(weighted_grouped_counts(codes, key, G, card, complete, np.zeros(M)), 0 * ref)
+    np.testing.assert_array_equal(weighted_grouped_counts(codes, key, G, card, complete, None),
+                                  _grouped_reference(codes, key, G, card))
+    assert weighted_grouped_counts(codes, key, G, card, complete, w + 0.5) is None
+    many = np.arange(M, dtype=np.float64) % (_GROUPED_MAX_LEVELS + 1) + 1
+    assert weighted_grouped_counts(codes, key, G, card, complete, many) is None

@@ -182,17 +182,16 @@ class BatchedSelectionData:
         # per member: rows whose weight differs from 1, and rows of positive weight (host ints,
         # read by every count's cost estimate: one transfer here instead of three per pick and step)
         self._n_differ, self._n_positive = torch.stack([(W != 1).sum(0), (W > 0).sum(0)]).tolist()
-        # the weight patterns of the rows (PATTERNS_MAX at most, else None): (P, B) weights and the
-        # pattern of every row (-1: a row no member counts)
-        self._patterns: tuple[torch.Tensor, torch.Tensor] | None = None
+        # the weight patterns of the rows (PATTERNS_MAX at most, else None): (P, B) weights, the
+        # pattern of every row (-1: a row no member counts), and whether the (x_a, pattern) keys are complete
+        self._patterns: tuple[torch.Tensor, torch.Tensor, bool] | None = None
         if B > 1 and not distributed:
             pat, inv = torch.unique(W, dim=0, return_inverse=True)
             if pat.shape[0] <= PATTERNS_MAX:
                 used = pat.ne(0).any(1)
                 ids = torch.cumsum(used.to(torch.int64), 0) - 1
                 row_pat = torch.where(used[inv], ids[inv], -1)
-                self._patterns = (pat[used], row_pat)
-                self._patterns_complete = complete and bool((row_pat >= 0).all())
+                self._patterns = (pat[used], row_pat, complete and bool((row_pat >= 0).all()))
 
     def _rows_first(self) -> torch.Tensor:
         """The codes row-major (M, N) contiguous, copied once: whole rows are gathered from it."""
@@ -269,9 +268,9 @@ class BatchedSelectionData:
             # count (10 fold masks of MNIST-5k: 30 ms measured, 13.6 estimated; a fold's 500 rows
             # alone 1.6 ms, 1.0 estimated), and one pattern count took 17 ms there
             passes = (M + sum(differ)) if use_ref else sum(positive)
-            if (len(ids) > 1 and self._patterns is not None
-                    and self._pattern_ns(len(ids), card_a) < passes * self.codes.shape[1] * _NS_BINCOUNT_PASS):
-                mode, ns = "patterns", self._pattern_ns(len(ids), card_a)
+            pattern_ns = self._pattern_ns(len(ids), card_a) if len(ids) > 1 and self._patterns else math.inf
+            if pattern_ns < passes * self.codes.shape[1] * _NS_BINCOUNT_PASS:
+                mode, ns = "patterns", pattern_ns
             plans[a] = (ids, mode)
             bincount_ns += ns
         if self._product_ok and self._product_cost(len(members), card_a) < bincount_ns:
@@ -305,12 +304,12 @@ class BatchedSelectionData:
         them times the member's weight in each pattern (float64; the weights are the members'
         own, so fractional ones give the float64 sums of a weighted count).
         """
-        pat, inv = self._patterns
+        pat, inv, keys_complete = self._patterns
         P = pat.shape[0]
         key = inv if a is None else torch.where((self.codes[:, a] >= 0) & (inv >= 0),
                                                 self.codes[:, a].to(torch.int64) * P + inv, -1)
         T = joint_table(self.codes, self.max_card, key, card_a * P, self.y, self.n_classes,
-                        dtype=torch.float64, complete=self._patterns_complete)
+                        dtype=torch.float64, complete=keys_complete)
         N, I, C = T.shape[0], self.max_card, self.n_classes
         # pattern outermost (one copy), then every member's table in its own layout by one product
         Tp = T.view(N * I, card_a, P, C).permute(2, 0, 1, 3).reshape(P, N * I * card_a * C)
