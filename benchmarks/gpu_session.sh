@@ -40,13 +40,13 @@ from tensorprob.ops import use_triton; print('use_triton', use_triton(torch.zero
 echo "[env done at $(( $(date +%s) - T0 )) s]"
 
 timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
-    --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
+    --profile-jobs "${PROFILE_JOBS:-}" --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
 echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
 
 # issue 17's GPU target: B = 100 bootstrap selections in under 5x the time of one (MNIST-5k, k = 50)
 if [ "${BATCHED_S:-60}" -gt 0 ]; then
     timeout "${BATCHED_S:-60}" python3 benchmarks/bench_batched.py --devices cuda --tag cuda --data mnist \
-        --weights bootstrap --methods JMI,MRMR,CMIM --separate-runs 3 --out-dir "$OUT" > "$OUT/bench_batched.log" 2>&1
+        --weights bootstrap --methods "${BATCHED_METHODS:-JMI,MRMR,CMIM}" --separate-runs 3 --out-dir "$OUT" > "$OUT/bench_batched.log" 2>&1
     echo "[bench_batched rc $? at $(( $(date +%s) - T0 )) s]"
 fi
 

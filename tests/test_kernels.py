@@ -14,6 +14,8 @@ import torch
 import tensorprob as tp
 from tensorprob.counting import Incidence
 from tensorprob.ops import incidence_matmul_reference, kernel_mode, use_triton
+from tensorprob.ops import incidence_matmul_t, scatter_plan
+from tensorprob.ops._incidence import SCATTER_MAX_CARD
 
 triton = pytest.importorskip("triton", reason="triton is not installed (the 'triton' extra)")
 kernels = pytest.importorskip("tensorprob_kernels.incidence")
@@ -77,6 +79,99 @@ def test_kernel_rejects_bad_dtypes(device):
                                      torch.zeros(4, 2, dtype=torch.float16, device=dev))
 
 
+SCATTER_CARDS = [[2], [1, 2, 3, 5, 5, 9, 17, 2, 4, 100], [5] * 9 + [10], [3] * 40, [128, 1]]
+
+
+def _scatter_case(M, cards, P, missing, seed, dev, dtype):
+    """Random codes of the given cardinalities, their flat_t, nonnegative Y and the CSR product S^T @ Y."""
+    g = torch.Generator().manual_seed(seed)
+    N = len(cards)
+    codes = torch.stack([torch.randint(0, c, (M,), generator=g) for c in cards], 1)
+    codes[torch.rand(M, N, generator=g) < missing] = -1
+    inc = Incidence(codes.to(dev), torch.tensor(cards).to(dev), dtype)
+    (start, stop, _, ST), = inc.chunks()
+    Y = torch.rand(M, P, generator=g, dtype=torch.float64).to(dtype).to(dev)
+    return inc, inc.flat_t(start, stop), Y, incidence_matmul_reference(ST.to(dtype), Y)
+
+
+def _scatter(inc, flat_t, Y, **kw):
+    plan = scatter_plan([int(c) for c in torch.diff(torch.cat([inc.offsets, torch.tensor([inc.n_cols],
+                                                                          device=inc.offsets.device)])).tolist()],
+                        inc.offsets)
+    return kernels.incidence_scatter_sum(flat_t, Y, plan.offsets, plan.cards, plan.n_cols, plan.buckets, **kw)
+
+
+@pytest.mark.parametrize("cards", SCATTER_CARDS, ids=lambda c: f"{len(c)}vars-max{max(c)}")
+@pytest.mark.parametrize("M,P", [(1, 1), (63, 5), (200, 33), (300, 80)])
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_incidence_scatter_sum_matches_csr_reference(cards, M, P, missing, device, dtype):
+    inc, flat_t, Y, ref = _scatter_case(M, cards, P, missing, M * 7 + P + len(cards), _target_device(device), dtype)
+    got = _scatter(inc, flat_t, Y)
+    assert got.dtype == dtype and got.shape == (sum(cards), P)
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1))
+
+
+@pytest.mark.parametrize("block_m, n_split, num_warps", [(16, 1, None), (32, 3, 2), (64, 7, None), (16, 40, 4)])
+def test_scatter_launch_choices_and_columns_alone(block_m, n_split, num_warps, device, dtype):
+    """Every launch gives the same sums; a column's sum is bit for bit that of the column alone
+    (the EM's batched fits must equal the fits one by one), and a rerun gives the same bits."""
+    inc, flat_t, Y, ref = _scatter_case(250, [1, 2, 3, 5, 9, 17, 2], 70, 0.1, 3, _target_device(device), dtype)
+    got = _scatter(inc, flat_t, Y, block_m=block_m, n_split=n_split, num_warps=num_warps)
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1))
+    for j in (0, 31, 32, 69):
+        alone = _scatter(inc, flat_t, Y[:, j:j + 1], block_m=block_m, n_split=n_split, num_warps=num_warps)
+        assert torch.equal(alone[:, 0], got[:, j])
+    assert torch.equal(_scatter(inc, flat_t, Y, block_m=block_m, n_split=n_split, num_warps=num_warps), got)
+
+
+def test_scatter_rejects_bad_input(device):
+    dev = _target_device(device)
+    plan = scatter_plan([2, 2], torch.tensor([0, 2], device=dev))
+    args = (plan.offsets, plan.cards, plan.n_cols, plan.buckets)
+    with pytest.raises(TypeError, match="int32"):
+        kernels.incidence_scatter_sum(torch.zeros(2, 3, dtype=torch.int64, device=dev), torch.zeros(3, 2, device=dev),
+                                      *args)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        kernels.incidence_scatter_sum(torch.zeros(2, 3, dtype=torch.int32, device=dev),
+                                      torch.zeros(3, 2, dtype=torch.float16, device=dev), *args)
+    with pytest.raises(ValueError, match="rows"):
+        kernels.incidence_scatter_sum(torch.zeros(2, 3, dtype=torch.int32, device=dev), torch.zeros(4, 2, device=dev),
+                                      *args)
+    assert scatter_plan([SCATTER_MAX_CARD + 1], torch.tensor([0], device=dev)) is None  # the CSR product then
+
+
+def test_matmul_t_dispatch(monkeypatch, device, dtype):
+    """ops.incidence_matmul_t: the kernel with codes and a plan, the CSR reference otherwise, a clear error without S^T."""
+    inc, flat_t, Y, ref = _scatter_case(40, [3, 4], 6, 0.0, 1, _target_device(device), dtype)
+    plan = scatter_plan([3, 4], inc.offsets)
+    (_, _, _, ST), = inc.chunks()
+    monkeypatch.setenv("TENSORPROB_KERNELS", "reference")
+    assert torch.equal(incidence_matmul_t(ST.to(dtype), Y, flat_t, plan), ref)
+    with pytest.raises(ValueError, match="no S\\^T"):
+        incidence_matmul_t(None, Y, flat_t, plan)
+    monkeypatch.setenv("TENSORPROB_KERNELS", "triton")
+    torch.testing.assert_close(incidence_matmul_t(None, Y, flat_t, plan).cpu(), ref.cpu())
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["matrix-free", "wide-variable"])
+def test_em_with_forced_kernels_and_kmeanspp_equals_reference(monkeypatch, device, dtype, wide):
+    """k-means++ seeding and EM through the kernels equal the CSR path: matrix-free with small
+    alphabets, the gather kernel beside the CSR S^T when one variable is too wide for the scatter."""
+    _target_device(device)
+    cards = [3, 4, 2, 5, 3] + ([SCATTER_MAX_CARD + 2] if wide else [])
+    s = tp.datasets.make_latent_class(240, cards, 3, random_state=5)
+    X = np.asarray(s.X)
+    X[::5, 1] = -1
+    monkeypatch.setenv("TENSORPROB_KERNELS", "reference")
+    a = tp.fit_cpd(X, rank=3, n_iter_max=6, tol=0.0, random_state=1, init="kmeans++", n_restarts=2)
+    monkeypatch.setenv("TENSORPROB_KERNELS", "triton")
+    b = tp.fit_cpd(X, rank=3, n_iter_max=6, tol=0.0, random_state=1, init="kmeans++", n_restarts=2)
+    eps = torch.finfo(dtype).eps
+    np.testing.assert_allclose(b.loglik_history_, a.loglik_history_, rtol=256 * eps, atol=0)
+
+
 def test_dispatcher_modes(monkeypatch):
     cpu = torch.zeros(2)
     monkeypatch.setenv("TENSORPROB_KERNELS", "reference")
@@ -107,19 +202,32 @@ def test_em_with_forced_kernel_equals_reference(monkeypatch, device, dtype):
 
 
 def test_cache_decision_counts_the_kernels_copy(device, dtype):
-    """The gather kernel's int32 copy of the codes (4 bytes per entry) counts towards the cache budget."""
+    """The kernels' int32 copy of the codes (4 bytes per entry) counts towards the cache budget.
+
+    With small alphabets both products run on that copy alone (no CSR matrix: matrix-free);
+    a variable wider than the scatter kernel takes keeps the CSR matrices beside it.
+    """
     _target_device(device)
     M, N = 2000, 10  # sizes above the smallest budget allowed (64 KiB)
-    codes = torch.randint(0, 3, (M, N), device=device)
-    cards = torch.full((N,), 3, device=device)
-    isz = 4 if Incidence(codes, cards, dtype).itype == torch.int32 else 8
-    vsz = torch.tensor([], dtype=dtype).element_size() * 2
-    fits_csr = M * N * 2 * isz + N * vsz  # the CSR indices, and the values of one chunk of one row
+    for wide in (False, True):
+        top = SCATTER_MAX_CARD + 1 if wide else 3
+        codes = torch.randint(0, 3, (M, N), device=device)
+        cards = torch.full((N,), 3, device=device)
+        cards[0] = top
+        isz = 4 if Incidence(codes, cards, dtype).itype == torch.int32 else 8
+        vsz = torch.tensor([], dtype=dtype).element_size() * 2
+        fits_csr = M * N * 2 * isz + N * vsz  # the CSR indices, and the values of one chunk of one row
 
-    def cached(budget, kernel):
-        with tp.config_context(memory_budget=budget):
-            return Incidence(codes, cards, dtype, bytes_per_row=64, max_rows=1, kernel=kernel).cached
+        def cached(budget, kernel):
+            with tp.config_context(memory_budget=budget):
+                inc = Incidence(codes, cards, dtype, bytes_per_row=64, max_rows=1, kernel=kernel)
+                assert inc.matrix_free == (kernel and not wide)
+                return inc.cached
 
-    short = fits_csr + M * N * 2  # short of the kernel's 4 bytes per entry
-    assert cached(short, kernel=False) and not cached(short, kernel=True)
-    assert cached(fits_csr + M * N * 4, kernel=True) and not cached(fits_csr - 1, kernel=False)
+        if wide:
+            short = fits_csr + M * N * 2  # short of the kernel's 4 bytes per entry
+            assert cached(short, kernel=False) and not cached(short, kernel=True)
+            assert cached(fits_csr + M * N * 4, kernel=True) and not cached(fits_csr - 1, kernel=False)
+        else:
+            assert cached(M * N * 4, kernel=True) and not cached(M * N * 4 - 1, kernel=True)
+            assert not cached(M * N * 4, kernel=False)  # the CSR form needs more

@@ -15,7 +15,7 @@ import torch
 
 from .._config import get_config
 from .._device import chunk_rows
-from ..ops._incidence import incidence_matmul_reference
+from ..ops._incidence import incidence_matmul, incidence_matmul_reference, incidence_matmul_t, scatter_plan
 
 
 def offsets_of(cardinalities: torch.Tensor) -> torch.Tensor:
@@ -145,8 +145,12 @@ class Incidence:
         False: never keep the chunks, build each at every pass (codes read from a file).
         Default: keep them when they fit the budget.
     kernel : bool, default=False
-        Whether the gather kernel will read :meth:`flat_t`: its int32 copy is kept with the
-        cached chunks, 4 more bytes per entry, and counts towards the budget.
+        Whether the Triton kernels of :mod:`tensorprob.ops` run the products (the caller's
+        :func:`~tensorprob.ops.use_triton`): they read :meth:`flat_t`, an int32 copy of the
+        codes kept with the cached chunks (4 bytes per entry, counted towards the budget).
+        Without a baseline and with every cardinality up to
+        :data:`~tensorprob.ops._incidence.SCATTER_MAX_CARD`, both products run on the codes and
+        no CSR matrix is built at all (:attr:`matrix_free`: the chunks hold None for S and S^T).
     baseline : bool, default=False
         Store S relative to a baseline value per variable, its most frequent one (see
         :meth:`matmul`): the baseline's entries are left out of the chunks (81 % of the
@@ -168,16 +172,21 @@ class Incidence:
         self.base = None  # (N,) baseline code of each variable, when S is stored relative to it
         if baseline and M > 0 and N > 0:
             self._set_baseline(cardinalities.to(self.device))
+        self.kernel = bool(kernel)
+        # both products by the kernels, on the codes alone (cardinalities are read once, here)
+        self._scatter = scatter_plan(cardinalities.tolist(), self.offsets) if (
+            self.kernel and self.base is None and N > 0) else None
         self.itype = torch.int32 if max(M, self.n_cols + N) * max(N, 1) < 2**31 else torch.int64
         isz = torch.tensor([], dtype=self.itype).element_size()
         vsz = torch.tensor([], dtype=dtype).element_size() + torch.tensor([], dtype=self.dtype_t).element_size()
         # one stored entry of S and of S^T: their column indices. The values are all ones, a
         # prefix of one vector per dtype shared by every chunk (``_ones``), counted once below
-        self._entry_bytes = 2 * isz
+        self._entry_bytes = 0 if self.matrix_free else 2 * isz
         self._ones: dict = {}
         budget = get_config()["memory_budget"]
         # building a chunk makes a few (rows x N) int64 temporaries on top of what it stores
-        build = N * (self._entry_bytes + vsz + 3 * 8)
+        # (matrix-free: the int64 flat indices and their int32 transpose)
+        build = N * (12 if self.matrix_free else self._entry_bytes + vsz + 3 * 8)
         step = M if bytes_per_row is None else chunk_rows(int(bytes_per_row) + build, M)
         if max_rows is not None:
             step = max(1, min(step, int(max_rows)))
@@ -186,9 +195,14 @@ class Incidence:
             self.itype = torch.int32 if max(step, self.n_cols) * max(N, 1) < 2**31 else torch.int64
         self._cached = None
         kept = M * N * (self._entry_bytes + (4 if kernel else 0))  # the CSR indices, and flat_t's int32
-        if cache is not False and (bytes_per_row is None or kept + step * N * vsz <= budget):
+        if cache is not False and (bytes_per_row is None or kept + (0 if self.matrix_free else step * N * vsz) <= budget):
             self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
         self._flat_t: dict = {}
+
+    @property
+    def matrix_free(self) -> bool:
+        """Whether both products run as kernels on :meth:`flat_t` (no CSR matrix is built)."""
+        return self._scatter is not None
 
     def _set_baseline(self, cards: torch.Tensor) -> None:
         """The most frequent code of each variable (lowest on ties), from one counting pass over the rows."""
@@ -214,7 +228,8 @@ class Incidence:
         self._base_cols = self.offsets + self.base  # (N,): flat column of each baseline
         self._cards = cards
 
-    def matmul(self, S: torch.Tensor, X: torch.Tensor, floor: float | None = None) -> torch.Tensor:
+    def matmul(self, S: torch.Tensor | None, X: torch.Tensor, floor: float | None = None, start: int = 0,
+               stop: int | None = None) -> torch.Tensor:
         """``S @ X`` for a chunk S of :meth:`chunks` and a dense X of shape (D, K).
 
         With a baseline b_n per variable, every row holds each variable once, at a value or
@@ -233,12 +248,16 @@ class Incidence:
             Dense operand in S's dtype.
         floor : float, optional
             The value standing for log 0 (entries at or below it), for the E-step.
+        start, stop : int, optional
+            The chunk's rows: what a :attr:`matrix_free` product reads instead of S (None).
 
         Returns
         -------
         tensor of shape (rows, K)
             ``S @ X`` in X's dtype; each column depends only on the same column of X.
         """
+        if self.matrix_free:
+            return incidence_matmul(None, X, self.flat_t(start, self.codes.shape[0] if stop is None else stop))
         if self.base is None:
             return incidence_matmul_reference(S, X)
         K = X.shape[1]
@@ -273,8 +292,8 @@ class Incidence:
 
         Parameters
         ----------
-        ST : sparse CSR tensor
-            The chunk's S^T from :meth:`chunks`.
+        ST : sparse CSR tensor, or None
+            The chunk's S^T from :meth:`chunks` (None when :attr:`matrix_free`).
         Y : tensor of shape (stop - start, K)
             Nonnegative dense operand in S^T's dtype (the EM's weighted responsibilities).
         start, stop : int
@@ -285,6 +304,8 @@ class Incidence:
         tensor of shape (D, K)
             ``S^T @ Y``; each column depends only on the same column of Y.
         """
+        if self.matrix_free:
+            return incidence_matmul_t(None, Y, self.flat_t(start, stop), self._scatter)
         if self.base is None:
             return incidence_matmul_reference(ST, Y)
         part = incidence_matmul_reference(ST, Y)  # (D + N, K)
@@ -370,7 +391,10 @@ class Incidence:
         for s, e in self.ranges:
             yield (s, e, *self._build(s, e, transpose))
 
-    def _build(self, start: int, stop: int, transpose: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _build(self, start: int, stop: int, transpose: bool = True
+               ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        if self.matrix_free:  # the products read flat_t, made (and cached with the chunks) on first use
+            return None, None
         if self.base is not None:  # S': baseline entries left out, missing entries in their own column
             c = self.codes[start:stop].to(self.device, torch.int64)
             block = torch.where(c >= 0, c + self.ext_offsets[None, :], self._miss_pos[None, :])

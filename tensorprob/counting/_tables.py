@@ -137,6 +137,7 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
             idx.masked_fill_((c < 0) | (~ab_ok[None, :] if fm else ~ab_ok[:, None]), nbins)  # the discarded bin
         vals = None if w is None else (w[None, :].expand(g, M) if fm else w[:, None].expand(M, g)).reshape(-1)
         out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype if w is None else torch.float64)[:nbins].view(g, per)
+        del idx, vals  # before the next block's are made: one block's index at a time (measured 2x on a GPU)
     return out.view(n, card, card_a, card_b)
 
 

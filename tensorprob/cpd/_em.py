@@ -70,12 +70,14 @@ class EMData:
     @classmethod
     def build(cls, rows: torch.Tensor, cards: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype,
               bytes_per_row: int, distributed: bool = False, device: torch.device | None = None,
-              spill: object | None = None) -> EMData:
+              spill: object | None = None, kernel: bool | None = None) -> EMData:
         device = rows.device if device is None else torch.device(device)
+        if kernel is None:  # the caller's decision when it sized bytes_per_row for it (see _fit)
+            kernel = use_triton(torch.empty(0, device=device))
         max_rows = None if spill is None else spill.block_rows
         inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
                         max_rows=max_rows, cache=None if spill is None else False,
-                        kernel=use_triton(torch.empty(0, device=device)),
+                        kernel=kernel,
                         baseline=spill is None and device.type == "cpu" and rows.numel() >= _BASELINE_MIN_ENTRIES)
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=device), cards.to(device))
         totals = weights.sum(0).to(device)
@@ -205,8 +207,8 @@ def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: to
     B, Fmax = state.log_lam.shape
     f64 = torch.float64
     need_stats = lam_num is not None
-    kernel = use_triton(state.log_A)
     inc = data.incidence
+    kernel = inc.kernel  # decided once, when the chunks were sized (a matrix-free Incidence has no S)
     floor = float(torch.tensor(_log_floor(state.log_A.dtype, data.cards.numel()), dtype=state.log_A.dtype))
     for start, stop, S, ST, w in data.blocks(state.weight_set, need_stats):
         m = stop - start
@@ -434,7 +436,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
         if L > 1:  # greedy k-means++: keep the candidate that lowers the potential most
             potential = torch.zeros(B, L, dtype=f64, device=device)
             for start, stop, S, _, w in data.blocks(ws, False):
-                match = data.incidence.matmul(S, onehot).to(f64).view(stop - start, B, L)
+                match = data.incidence.matmul(S, onehot, start=start, stop=stop).to(f64).view(stop - start, B, L)
                 near = _rows_of(best_match, start, stop, device)
                 dist = (obs_of(start, stop)[:, :, None] - torch.maximum(match, near[:, :, None])).clamp_min(0)
                 potential += (w[:, :, None] * dist**2).sum(0)  # (B, L)
@@ -445,7 +447,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
             pick = torch.zeros(B, dtype=torch.int64, device=device)
         picked = onehot.view(D, B, L)[:, cols, pick]  # (D, B): the chosen seeds
         for start, stop, S, _, _ in data.blocks(ws, False):
-            m_new = data.incidence.matmul(S, picked).to(f64)  # (rows, B)
+            m_new = data.incidence.matmul(S, picked, start=start, stop=stop).to(f64)  # (rows, B)
             old = _rows_of(best_match, start, stop, device)
             better = (m_new > old) & live[None, :]
             near = torch.where(better, torch.full_like(m_new, f, dtype=torch.int64),

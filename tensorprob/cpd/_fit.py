@@ -358,8 +358,10 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     B = len(spec)
     itemsize = torch.finfo(dtype).bits // 8
     _check_request(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize)
-    per_row = _bytes_per_row(B, Fmax, itemsize, kernel=use_triton(torch.empty(0, device=device)))
-    data = EMData.build(rows, cards, W, dtype, per_row, distributed=distributed, device=device, spill=spill)
+    kernel = use_triton(torch.empty(0, device=device))
+    per_row = _bytes_per_row(B, Fmax, itemsize, kernel=kernel)
+    data = EMData.build(rows, cards, W, dtype, per_row, distributed=distributed, device=device, spill=spill,
+                        kernel=kernel)
     D = int(cards.sum())
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
     ranks_b = [r for (r, _, _) in spec]
@@ -370,7 +372,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     else:
         seed_data = data
         if distributed and not spilled:
-            seed_data = EMData.build(g_rows, cards, g_W, dtype, per_row)
+            seed_data = EMData.build(g_rows, cards, g_W, dtype, per_row, kernel=kernel)
         log_lam, log_A = init_kmeanspp(seed_data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm,
                                        by_passes=spilled)
         del seed_data

@@ -1,13 +1,17 @@
-"""The incidence product of the E-step: ``S @ log_A`` for the one-hot incidence S of coded rows.
+"""The incidence products of the EM: ``S @ log_A`` (E-step) and ``S^T @ Y`` (M-step) for coded rows.
 
 For coded rows x_m (one value per variable, -1 missing) and flat column offsets, S[m, d] = 1
 where d = offset_n + x_mn, so ``(S @ log_A)[m, p] = sum_n log_A[offset_n + x_mn, p]`` over the
 observed entries: the log-likelihood of row m under every packed CPD component p before the
 mixing weights. The reference multiplies the CSR matrix S; the kernel gathers rows of
 ``log_A`` straight from the codes (1 to 4 bytes per entry instead of a 12 to 16 byte CSR
-entry), with ``log_A`` held in the GPU's cache.
+entry), with ``log_A`` held in the GPU's cache. ``S^T @ Y`` sums the rows of Y at each
+(variable, value): its kernel multiplies one-hot tiles of the codes into tiles of Y, so on a GPU
+neither product needs S at all (the EM's chunks then hold the int32 codes alone).
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 
@@ -24,6 +28,42 @@ _SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands
 # The slices' partial sums take GATHER_SPLIT (rows x P) buffers: the EM's chunking counts them.
 GATHER_BLOCK_M = 32
 GATHER_SPLIT = 8
+
+# The scatter kernel (S^T @ Y) pads each variable's values to a power of two and multiplies a
+# (rows x values) one-hot tile into Y: wider variables than this keep the CSR product.
+SCATTER_MAX_CARD = 128
+
+
+class ScatterPlan(NamedTuple):
+    """What the scatter kernel needs besides the codes: made once per data set by :func:`scatter_plan`."""
+
+    offsets: torch.Tensor  # (N,) int32: first flat column of each variable
+    cards: torch.Tensor  # (N,) int32
+    n_cols: int  # D, the sum of the cardinalities
+    buckets: list  # the kernel's (CMAX, variables per program, variables) groups
+
+
+def scatter_plan(cards: list[int], offsets: torch.Tensor) -> ScatterPlan | None:
+    """The :class:`ScatterPlan` for variables of these cardinalities, or None when one exceeds :data:`SCATTER_MAX_CARD`.
+
+    Parameters
+    ----------
+    cards : list of int
+        Cardinality of each variable (host values).
+    offsets : int tensor of shape (N,)
+        First flat column of each variable, on the device the products run on.
+
+    Returns
+    -------
+    ScatterPlan or None
+    """
+    if any(int(c) > SCATTER_MAX_CARD for c in cards):
+        return None
+    from tensorprob_kernels.incidence import scatter_plan as buckets
+
+    dev = offsets.device
+    return ScatterPlan(offsets.to(torch.int32), torch.tensor(cards, dtype=torch.int32, device=dev), int(sum(cards)),
+                       buckets(cards, dev))
 
 
 _FRAGMENTS = {
@@ -61,7 +101,7 @@ def incidence_matmul_reference(S: torch.Tensor, log_A: torch.Tensor) -> torch.Te
 
 
 @fill_doc(**_FRAGMENTS)
-def incidence_matmul(S: torch.Tensor, log_A: torch.Tensor, flat_t: torch.Tensor | None = None) -> torch.Tensor:
+def incidence_matmul(S: torch.Tensor | None, log_A: torch.Tensor, flat_t: torch.Tensor | None = None) -> torch.Tensor:
     """``S @ log_A``, by the Triton gather kernel when :func:`~tensorprob.ops.use_triton` allows.
 
     Parameters
@@ -80,4 +120,35 @@ def incidence_matmul(S: torch.Tensor, log_A: torch.Tensor, flat_t: torch.Tensor 
         from tensorprob_kernels.incidence import incidence_gather_sum
 
         return incidence_gather_sum(flat_t, log_A, block_m=GATHER_BLOCK_M, n_split=GATHER_SPLIT)
+    if S is None:
+        raise ValueError("incidence_matmul: no S for the reference product (the kernel cannot run here)")
     return incidence_matmul_reference(S, log_A)
+
+
+def incidence_matmul_t(ST: torch.Tensor | None, Y: torch.Tensor, flat_t: torch.Tensor | None = None,
+                       plan: ScatterPlan | None = None) -> torch.Tensor:
+    """``S^T @ Y``, by the Triton scatter kernel when :func:`~tensorprob.ops.use_triton` allows.
+
+    Parameters
+    ----------
+    ST : sparse CSR tensor of shape (D, M), or None
+        The transposed incidence matrix, for the reference (None: the kernel must run).
+    Y : tensor of shape (M, K)
+        Dense float32 or float64 operand (the EM's weighted responsibilities).
+    flat_t : int32 tensor of shape (N, M), optional
+        The rows as variable-major flat column indices (-1 missing), as for :func:`incidence_matmul`.
+    plan : ScatterPlan, optional
+        From :func:`scatter_plan`; the kernel runs only with both ``flat_t`` and ``plan``.
+
+    Returns
+    -------
+    tensor of shape (D, K)
+        ``S^T @ Y`` in Y's dtype; each column depends only on the same column of Y.
+    """
+    if flat_t is not None and plan is not None and use_triton(flat_t, Y):
+        from tensorprob_kernels.incidence import incidence_scatter_sum
+
+        return incidence_scatter_sum(flat_t, Y, plan.offsets, plan.cards, plan.n_cols, plan.buckets)
+    if ST is None:
+        raise ValueError("incidence_matmul_t: no S^T for the reference product (the kernel cannot run here)")
+    return incidence_matmul_reference(ST, Y)
