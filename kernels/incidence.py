@@ -170,7 +170,7 @@ def incidence_scatter_sum(flat_t: torch.Tensor, Y: torch.Tensor, offsets: torch.
         raise TypeError(f"Y must be float32 or float64, got {Y.dtype}")
     flat_t = flat_t.contiguous()
     Y = Y.contiguous()
-    N, M = flat_t.shape
+    M = flat_t.shape[1]
     P = Y.shape[1]
     if Y.shape[0] != M:
         raise ValueError(f"Y has {Y.shape[0]} rows, flat_t {M}")

@@ -13,8 +13,7 @@ import torch
 
 import tensorprob as tp
 from tensorprob.counting import Incidence
-from tensorprob.ops import incidence_matmul_reference, kernel_mode, use_triton
-from tensorprob.ops import incidence_matmul_t, scatter_plan
+from tensorprob.ops import incidence_matmul_reference, incidence_matmul_t, kernel_mode, scatter_plan, use_triton
 from tensorprob.ops._incidence import SCATTER_MAX_CARD
 
 triton = pytest.importorskip("triton", reason="triton is not installed (the 'triton' extra)")
@@ -218,7 +217,7 @@ def test_cache_decision_counts_the_kernels_copy(device, dtype):
         vsz = torch.tensor([], dtype=dtype).element_size() * 2
         fits_csr = M * N * 2 * isz + N * vsz  # the CSR indices, and the values of one chunk of one row
 
-        def cached(budget, kernel):
+        def cached(budget, kernel, codes=codes, cards=cards, wide=wide):
             with tp.config_context(memory_budget=budget):
                 inc = Incidence(codes, cards, dtype, bytes_per_row=64, max_rows=1, kernel=kernel)
                 assert inc.matrix_free == (kernel and not wide)

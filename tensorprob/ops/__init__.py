@@ -13,8 +13,7 @@ variable ``TENSORPROB_KERNELS`` says otherwise:
 from __future__ import annotations
 
 from ._dispatch import kernel_mode, triton_available, use_triton
-from ._incidence import (ScatterPlan, incidence_matmul, incidence_matmul_reference, incidence_matmul_t,
-                         scatter_plan)
+from ._incidence import ScatterPlan, incidence_matmul, incidence_matmul_reference, incidence_matmul_t, scatter_plan
 
 __all__ = ["ScatterPlan", "incidence_matmul", "incidence_matmul_reference", "incidence_matmul_t", "kernel_mode",
            "scatter_plan", "triton_available", "use_triton"]
