@@ -366,8 +366,8 @@ def sec_kernels(args, bw, rows, extra):
     from tensorprob.ops import incidence_matmul_reference
     from tensorprob_kernels.incidence import incidence_gather_sum, incidence_scatter_sum, scatter_plan
 
-    sets = [("MNIST-5k + label", np.column_stack(mnist()[:2]))]
-    if not args.quick:
+    sets = [("MNIST-5k + label", np.column_stack(mnist()[:2]))] if "mnist" in args.kernel_sets else []
+    if not args.quick and "planted" in args.kernel_sets:
         sets.append(("planted 70k x 785", np.column_stack(planted())))
     # gather (E-step), (block_m, num_warps, num_stages, n_split): the default launch is (32, default, default, 8);
     # the 2026-11-26 runs timed ten launches, these are the two best and the single-slice one
@@ -481,6 +481,7 @@ def sec_profile(args):
 def main(argv=None):
     ap = SCRIPT.parser(quick="small sizes (MNIST-5k only, k=10)", seed=False, tag="cuda")
     ap.add_argument("--sections", default="em,kernels,select,gsm,profile,vmi,memory,syncs")
+    ap.add_argument("--kernel-sets", default="mnist,planted", help="data sets of the kernels section")
     ap.add_argument("--profile-jobs", default="", help="comma-separated subset of the profile section's jobs")
     args = SCRIPT.parse(ap, argv)
     if not torch.cuda.is_available():

@@ -40,7 +40,7 @@ from tensorprob.ops import use_triton; print('use_triton', use_triton(torch.zero
 echo "[env done at $(( $(date +%s) - T0 )) s]"
 
 timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
-    --profile-jobs "${PROFILE_JOBS:-}" --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
+    --profile-jobs "${PROFILE_JOBS:-}" --kernel-sets "${KERNEL_SETS:-mnist,planted}" --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
 echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
 
 # issue 17's GPU target: B = 100 bootstrap selections in under 5x the time of one (MNIST-5k, k = 50)

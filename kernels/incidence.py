@@ -131,7 +131,7 @@ def _scatter_sum_kernel(flat_ptr, var_ptr, offs_ptr, cards_ptr, y_ptr, out_ptr, 
         hot = (codes == target[None, :]).to(y_ptr.dtype.element_ty)  # (BLOCK_M, VB * CMAX)
         y = tl.load(y_ptr + offs_m[:, None].to(tl.int64) * stride_ym + offs_p[None, :],
                     mask=m_ok[:, None] & p_ok[None, :], other=0.0)
-        acc = tl.dot(tl.trans(hot), y, acc, input_precision="ieee")
+        acc = tl.dot(tl.trans(hot), y, acc, input_precision="ieee", out_dtype=y_ptr.dtype.element_ty)
     tl.store(out_ptr + pid_s * stride_os + target[:, None].to(tl.int64) * stride_od + offs_p[None, :], acc,
              mask=j_ok[:, None] & p_ok[None, :])
 
