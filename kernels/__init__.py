@@ -7,6 +7,8 @@ triton installed (``pip install tensorprob[triton]``).
 
 - ``incidence.incidence_gather_sum``: the E-step product ``S @ log_A`` as a gather-sum over
   the codes (:func:`tensorprob.ops.incidence_matmul`).
+- ``incidence.incidence_scatter_sum``: the M-step product ``S^T @ Y`` as one-hot tiles of the
+  codes multiplied into Y (:func:`tensorprob.ops.incidence_matmul_t`).
 """
 
 __all__ = ["incidence"]

@@ -93,11 +93,11 @@ def _scatter_case(M, cards, P, missing, seed, dev, dtype):
     return inc, inc.flat_t(start, stop), Y, incidence_matmul_reference(ST.to(dtype), Y)
 
 
-def _scatter(inc, flat_t, Y, **kw):
-    plan = scatter_plan([int(c) for c in torch.diff(torch.cat([inc.offsets, torch.tensor([inc.n_cols],
-                                                                          device=inc.offsets.device)])).tolist()],
-                        inc.offsets)
-    return kernels.incidence_scatter_sum(flat_t, Y, plan.offsets, plan.cards, plan.n_cols, plan.buckets, **kw)
+def _scatter(inc, flat_t, Y, min_j=None, **kw):
+    ends = torch.cat([inc.offsets, torch.tensor([inc.n_cols], device=inc.offsets.device)])
+    plan = scatter_plan([int(c) for c in torch.diff(ends).tolist()], inc.offsets)
+    buckets = plan.buckets if min_j is None else kernels.scatter_plan(plan.cards.tolist(), flat_t.device, min_j=min_j)
+    return kernels.incidence_scatter_sum(flat_t, Y, plan.offsets, plan.cards, plan.n_cols, buckets, **kw)
 
 
 @pytest.mark.parametrize("cards", SCATTER_CARDS, ids=lambda c: f"{len(c)}vars-max{max(c)}")
@@ -111,18 +111,20 @@ def test_incidence_scatter_sum_matches_csr_reference(cards, M, P, missing, devic
     torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1))
 
 
-@pytest.mark.parametrize("block_m, n_split, num_warps", [(16, 1, None), (32, 3, 2), (64, 7, None), (16, 40, 4)])
-def test_scatter_launch_choices_and_columns_alone(block_m, n_split, num_warps, device, dtype):
+@pytest.mark.parametrize("block_m, n_split, num_warps, min_j", [(16, 1, None, 16), (32, 3, 2, 64), (64, 7, None, 32),
+                                                                (16, 40, 4, 128)])
+def test_scatter_launch_choices_and_columns_alone(block_m, n_split, num_warps, min_j, device, dtype):
     """Every launch gives the same sums; a column's sum is bit for bit that of the column alone
     (the EM's batched fits must equal the fits one by one), and a rerun gives the same bits."""
     inc, flat_t, Y, ref = _scatter_case(250, [1, 2, 3, 5, 9, 17, 2], 70, 0.1, 3, _target_device(device), dtype)
-    got = _scatter(inc, flat_t, Y, block_m=block_m, n_split=n_split, num_warps=num_warps)
+    launch = {"block_m": block_m, "n_split": n_split, "num_warps": num_warps, "min_j": min_j}
+    got = _scatter(inc, flat_t, Y, **launch)
     eps = torch.finfo(dtype).eps
     torch.testing.assert_close(got.cpu(), ref.cpu(), rtol=64 * eps, atol=64 * eps * (float(ref.abs().max()) + 1))
     for j in (0, 31, 32, 69):
-        alone = _scatter(inc, flat_t, Y[:, j:j + 1], block_m=block_m, n_split=n_split, num_warps=num_warps)
+        alone = _scatter(inc, flat_t, Y[:, j:j + 1], **launch)
         assert torch.equal(alone[:, 0], got[:, j])
-    assert torch.equal(_scatter(inc, flat_t, Y, block_m=block_m, n_split=n_split, num_warps=num_warps), got)
+    assert torch.equal(_scatter(inc, flat_t, Y, **launch), got)
 
 
 def test_scatter_rejects_bad_input(device):
