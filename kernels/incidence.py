@@ -25,6 +25,15 @@ import triton
 import triton.language as tl
 
 
+def _operands(flat_t: torch.Tensor, dense: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernels' operands checked (int32 codes, a float32 or float64 dense operand) and made contiguous."""
+    if flat_t.dtype != torch.int32:
+        raise TypeError(f"flat_t must be int32 (variable-major flat codes), got {flat_t.dtype}")
+    if dense.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"{name} must be float32 or float64, got {dense.dtype}")
+    return flat_t.contiguous(), dense.contiguous()
+
+
 def _add_slices(out: torch.Tensor) -> torch.Tensor:
     """Sum of the partial results ``out[0] + out[1] + ...``, added one slice after the other.
 
@@ -74,12 +83,7 @@ def incidence_gather_sum(flat_t: torch.Tensor, log_A: torch.Tensor, block_m: int
     --sections kernels`` times the choices against the CSR reference; the defaults are the
     launch that measured best (``tensorprob.ops._incidence.GATHER_SPLIT``).
     """
-    if flat_t.dtype != torch.int32:
-        raise TypeError(f"flat_t must be int32 (variable-major flat codes), got {flat_t.dtype}")
-    if log_A.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"log_A must be float32 or float64, got {log_A.dtype}")
-    flat_t = flat_t.contiguous()
-    log_A = log_A.contiguous()
+    flat_t, log_A = _operands(flat_t, log_A, "log_A")
     if n_split < 1:
         raise ValueError(f"n_split must be >= 1, got {n_split}")
     N, M = flat_t.shape
@@ -167,12 +171,7 @@ def incidence_scatter_sum(flat_t: torch.Tensor, Y: torch.Tensor, offsets: torch.
     Each column of the result depends on the same column of Y only, summed in the same order
     whatever the number of columns.
     """
-    if flat_t.dtype != torch.int32:
-        raise TypeError(f"flat_t must be int32 (variable-major flat codes), got {flat_t.dtype}")
-    if Y.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"Y must be float32 or float64, got {Y.dtype}")
-    flat_t = flat_t.contiguous()
-    Y = Y.contiguous()
+    flat_t, Y = _operands(flat_t, Y, "Y")
     M = flat_t.shape[1]
     P = Y.shape[1]
     if Y.shape[0] != M:
