@@ -35,12 +35,25 @@ SCATTER_MAX_CARD = 128
 
 
 class ScatterPlan(NamedTuple):
-    """What the scatter kernel needs besides the codes: made once per data set by :func:`scatter_plan`."""
+    """What the scatter kernel needs besides the codes: made once per data set by :func:`scatter_plan`.
 
-    offsets: torch.Tensor  # (N,) int32: first flat column of each variable
-    cards: torch.Tensor  # (N,) int32
-    n_cols: int  # D, the sum of the cardinalities
-    buckets: list  # the kernel's (CMAX, variables per program, variables) groups
+    Parameters
+    ----------
+    offsets : int32 tensor of shape (N,)
+        First flat column of each variable.
+    cards : int32 tensor of shape (N,)
+        Cardinality of each variable.
+    n_cols : int
+        D, the sum of the cardinalities (rows of ``S^T @ Y``).
+    buckets : list of tuple
+        The kernel's groups of variables: (padded cardinality, variables per program, int32
+        tensor of the variables).
+    """
+
+    offsets: torch.Tensor
+    cards: torch.Tensor
+    n_cols: int
+    buckets: list
 
 
 def scatter_plan(cards: list[int], offsets: torch.Tensor) -> ScatterPlan | None:
@@ -56,6 +69,8 @@ def scatter_plan(cards: list[int], offsets: torch.Tensor) -> ScatterPlan | None:
     Returns
     -------
     ScatterPlan or None
+        The plan on ``offsets``' device; None when the scatter kernel does not take these
+        variables (then the CSR product runs).
     """
     if any(int(c) > SCATTER_MAX_CARD for c in cards):
         return None
