@@ -203,21 +203,20 @@ def test_em_with_forced_kernel_equals_reference(monkeypatch, device, dtype):
 
 
 def test_cache_decision_counts_the_kernels_copy(device, dtype):
-    """The kernels' int32 copy of the codes (4 bytes per entry) counts towards the cache budget.
+    """The kernels' int32 copy of the codes (4 bytes per entry) counts towards the cache's half of the budget.
 
-    With small alphabets both products run on that copy alone (no CSR matrix: matrix-free);
-    a variable wider than the scatter kernel takes keeps the CSR matrices beside it.
+    The chunks are cached when their kept indices take at most half the budget (the chunks'
+    own work gets the rest). With small alphabets both products run on the int32 copy alone (no
+    CSR matrix: matrix-free); a variable wider than the scatter kernel takes keeps the CSR
+    matrices beside it.
     """
     _target_device(device)
     M, N = 2000, 10  # sizes above the smallest budget allowed (64 KiB)
     for wide in (False, True):
-        top = SCATTER_MAX_CARD + 1 if wide else 3
         codes = torch.randint(0, 3, (M, N), device=device)
         cards = torch.full((N,), 3, device=device)
-        cards[0] = top
+        cards[0] = SCATTER_MAX_CARD + 1 if wide else 3
         isz = 4 if Incidence(codes, cards, dtype).itype == torch.int32 else 8
-        vsz = torch.tensor([], dtype=dtype).element_size() * 2
-        fits_csr = M * N * 2 * isz + N * vsz  # the CSR indices, and the values of one chunk of one row
 
         def cached(budget, kernel, codes=codes, cards=cards, wide=wide):
             with tp.config_context(memory_budget=budget):
@@ -226,9 +225,32 @@ def test_cache_decision_counts_the_kernels_copy(device, dtype):
                 return inc.cached
 
         if wide:
-            short = fits_csr + M * N * 2  # short of the kernel's 4 bytes per entry
-            assert cached(short, kernel=False) and not cached(short, kernel=True)
-            assert cached(fits_csr + M * N * 4, kernel=True) and not cached(fits_csr - 1, kernel=False)
+            kept = M * N * 2 * isz  # the CSR indices; the kernel adds its int32 copy of the codes
+            assert cached(2 * kept, kernel=False) and not cached(2 * kept, kernel=True)
+            assert cached(2 * (kept + M * N * 4), kernel=True) and not cached(2 * kept - 2, kernel=False)
         else:
-            assert cached(M * N * 4, kernel=True) and not cached(M * N * 4 - 1, kernel=True)
-            assert not cached(M * N * 4, kernel=False)  # the CSR form needs more
+            assert cached(2 * M * N * 4, kernel=True) and not cached(2 * M * N * 4 - 2, kernel=True)
+            assert not cached(2 * M * N * 4, kernel=False)  # the CSR form needs more
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_cached_chunks_are_sized_to_what_the_cache_leaves(device, dtype, kernel):
+    """With the chunks cached, a chunk's own work (the caller's bytes per row) fits the budget less the cache.
+
+    Before, the chunks were sized to the whole budget beside a cache of up to the budget (a CPD
+    fit peaked at 1.5-1.9x its budget on an H200).
+    """
+    if kernel:
+        _target_device(device)
+    M, N, bpr = 3000, 12, 4096
+    codes = torch.randint(0, 4, (M, N), device=device)
+    cards = torch.full((N,), 4, device=device)
+    isz = 4 if Incidence(codes, cards, dtype).itype == torch.int32 else 8
+    kept = M * N * (0 if kernel else 2 * isz) + (M * N * 4 if kernel else 0)
+    for budget in (2 * kept, 3 * kept, 8 * kept):
+        with tp.config_context(memory_budget=budget):
+            inc = Incidence(codes, cards, dtype, bytes_per_row=bpr, kernel=kernel)
+        assert inc.cached and inc.matrix_free == kernel
+        step = max(e - s for s, e in inc.ranges)
+        assert kept + step * bpr <= budget
+        assert step * bpr > (budget - kept) // 4  # and not needlessly small

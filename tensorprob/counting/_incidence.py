@@ -114,9 +114,9 @@ def unique_rows(codes: torch.Tensor, weights: torch.Tensor | None = None
 class Incidence:
     """Row-chunked incidence matrix of coded data, in CSR form for both S and S^T.
 
-    The chunks are cached when all of them together fit the memory budget (the usual
-    case: two column indices per entry, plus the gather kernel's int32 copy when it runs)
-    and otherwise rebuilt from the codes at every pass, so the extra memory of a pass stays
+    The chunks are cached when all of them together take at most half the memory budget (the
+    usual case: two column indices per entry, plus the kernels' int32 copy when they run; the
+    chunks' own work then gets the rest) and otherwise rebuilt from the codes at every pass, so the extra memory of a pass stays
     within the budget at the price of building each chunk again (a few elementwise passes
     over its codes, cheaper than the products it feeds). Indices are int32 whenever the
     sizes allow.
@@ -187,16 +187,25 @@ class Incidence:
         # building a chunk makes a few (rows x N) int64 temporaries on top of what it stores
         # (matrix-free: the int64 flat indices and their int32 transpose)
         build = N * (12 if self.matrix_free else self._entry_bytes + vsz + 3 * 8)
-        step = M if bytes_per_row is None else chunk_rows(int(bytes_per_row) + build, M)
+        # the cache: the CSR indices (and the kernels' int32 copy), alive through every pass; kept
+        # only when it leaves half the budget or more to the chunks, which are then sized to the
+        # rest (with the shared vectors of ones, as long as the largest chunk). Before, the chunks
+        # were sized to the whole budget beside a cache of up to the budget: peaks of 1.5-1.9x it
+        kept = M * N * (self._entry_bytes + (4 if kernel else 0))
+        cached = cache is not False and (bytes_per_row is None or kept <= budget // 2)
+        if bytes_per_row is None:
+            step = M
+        elif cached:
+            ones = 0 if self.matrix_free else N * vsz
+            step = chunk_rows(int(bytes_per_row) + build + ones, M, memory_budget=budget - kept)
+        else:
+            step = chunk_rows(int(bytes_per_row) + build, M)
         if max_rows is not None:
             step = max(1, min(step, int(max_rows)))
         self.ranges = [(s, min(M, s + step)) for s in range(0, M, step)] or [(0, 0)]
         if cache is False:  # each chunk is its own CSR matrix: its indices address one chunk only
             self.itype = torch.int32 if max(step, self.n_cols) * max(N, 1) < 2**31 else torch.int64
-        self._cached = None
-        kept = M * N * (self._entry_bytes + (4 if kernel else 0))  # the CSR indices, and flat_t's int32
-        if cache is not False and (bytes_per_row is None or kept + (0 if self.matrix_free else step * N * vsz) <= budget):
-            self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges]
+        self._cached = [(s, e, *self._build(s, e)) for s, e in self.ranges] if cached else None
         self._flat_t: dict = {}
 
     @property
