@@ -14,7 +14,7 @@ import torch
 import tensorprob as tp
 from tensorprob.counting import Incidence
 from tensorprob.ops import incidence_matmul_reference, incidence_matmul_t, kernel_mode, scatter_plan, use_triton
-from tensorprob.ops._incidence import SCATTER_MAX_CARD
+from tensorprob.ops._incidence import SCATTER_MAX_CARD, SCATTER_MIN_ROWS
 
 triton = pytest.importorskip("triton", reason="triton is not installed (the 'triton' extra)")
 kernels = pytest.importorskip("tensorprob_kernels.incidence")
@@ -202,7 +202,7 @@ def test_em_with_forced_kernel_equals_reference(monkeypatch, device, dtype):
     np.testing.assert_allclose(b.loglik_history_, a.loglik_history_, rtol=256 * eps, atol=0)
 
 
-def test_cache_decision_counts_the_kernels_copy(device, dtype):
+def test_cache_decision_counts_the_kernels_copy(monkeypatch, device, dtype):
     """The kernels' int32 copy of the codes (4 bytes per entry) counts towards the cache's half of the budget.
 
     The chunks are cached when their kept indices take at most half the budget (the chunks'
@@ -211,6 +211,7 @@ def test_cache_decision_counts_the_kernels_copy(device, dtype):
     matrices beside it.
     """
     _target_device(device)
+    monkeypatch.setenv("TENSORPROB_KERNELS", "triton")  # matrix-free on 2,000 rows (auto: SCATTER_MIN_ROWS)
     M, N = 2000, 10  # sizes above the smallest budget allowed (64 KiB)
     for wide in (False, True):
         codes = torch.randint(0, 3, (M, N), device=device)
@@ -234,7 +235,7 @@ def test_cache_decision_counts_the_kernels_copy(device, dtype):
 
 
 @pytest.mark.parametrize("kernel", [False, True])
-def test_cached_chunks_are_sized_to_what_the_cache_leaves(device, dtype, kernel):
+def test_cached_chunks_are_sized_to_what_the_cache_leaves(monkeypatch, device, dtype, kernel):
     """With the chunks cached, a chunk's own work (the caller's bytes per row) fits the budget less the cache.
 
     Before, the chunks were sized to the whole budget beside a cache of up to the budget (a CPD
@@ -242,6 +243,7 @@ def test_cached_chunks_are_sized_to_what_the_cache_leaves(device, dtype, kernel)
     """
     if kernel:
         _target_device(device)
+        monkeypatch.setenv("TENSORPROB_KERNELS", "triton")
     M, N, bpr = 3000, 12, 4096
     codes = torch.randint(0, 4, (M, N), device=device)
     cards = torch.full((N,), 4, device=device)
@@ -254,3 +256,17 @@ def test_cached_chunks_are_sized_to_what_the_cache_leaves(device, dtype, kernel)
         step = max(e - s for s, e in inc.ranges)
         assert kept + step * bpr <= budget
         assert step * bpr > (budget - kept) // 4  # and not needlessly small
+
+
+def test_matrix_free_needs_enough_rows_unless_forced(monkeypatch, device, dtype):
+    """Auto mode keeps cuSPARSE's S^T below SCATTER_MIN_ROWS rows (the kernel lost there); forced, the kernel runs."""
+    _target_device(device)
+    cards = torch.tensor([3, 5], device=device)
+    few = torch.zeros(SCATTER_MIN_ROWS - 1, 2, dtype=torch.int8, device=device)
+    many = torch.zeros(SCATTER_MIN_ROWS, 2, dtype=torch.int8, device=device)
+    monkeypatch.setenv("TENSORPROB_KERNELS", "auto")
+    assert not Incidence(few, cards, dtype, kernel=True).matrix_free
+    assert Incidence(many, cards, dtype, kernel=True).matrix_free
+    assert not Incidence(many, torch.tensor([3, SCATTER_MAX_CARD + 1], device=device), dtype, kernel=True).matrix_free
+    monkeypatch.setenv("TENSORPROB_KERNELS", "triton")
+    assert Incidence(few, cards, dtype, kernel=True).matrix_free

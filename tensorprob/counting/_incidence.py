@@ -148,8 +148,9 @@ class Incidence:
         Whether the Triton kernels of :mod:`tensorprob.ops` run the products (the caller's
         :func:`~tensorprob.ops.use_triton`): they read :meth:`flat_t`, an int32 copy of the
         codes kept with the cached chunks (4 bytes per entry, counted towards the budget).
-        Without a baseline and with every cardinality up to
-        :data:`~tensorprob.ops._incidence.SCATTER_MAX_CARD`, both products run on the codes and
+        Without a baseline, with every cardinality up to
+        :data:`~tensorprob.ops._incidence.SCATTER_MAX_CARD` and enough rows
+        (:data:`~tensorprob.ops._incidence.SCATTER_MIN_ROWS`), both products run on the codes and
         no CSR matrix is built at all (:attr:`matrix_free`: the chunks hold None for S and S^T).
     baseline : bool, default=False
         Store S relative to a baseline value per variable, its most frequent one (see
@@ -174,7 +175,7 @@ class Incidence:
             self._set_baseline(cardinalities.to(self.device))
         self.kernel = bool(kernel)
         # both products by the kernels, on the codes alone (cardinalities are read once, here)
-        self._scatter = scatter_plan(cardinalities.tolist(), self.offsets) if (
+        self._scatter = scatter_plan(cardinalities.tolist(), self.offsets, n_rows=M) if (
             self.kernel and self.base is None and N > 0) else None
         self.itype = torch.int32 if max(M, self.n_cols + N) * max(N, 1) < 2**31 else torch.int64
         isz = torch.tensor([], dtype=self.itype).element_size()

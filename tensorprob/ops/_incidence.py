@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 
 from .._docstrings import fill_doc
-from ._dispatch import use_triton
+from ._dispatch import kernel_mode, use_triton
 
 _SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands fall out of cache (measured)
 
@@ -32,6 +32,12 @@ GATHER_SPLIT = 8
 # The scatter kernel (S^T @ Y) pads each variable's values to a power of two and multiplies a
 # (rows x values) one-hot tile into Y: wider variables than this keep the CSR product.
 SCATTER_MAX_CARD = 128
+# ... and data with fewer rows than this: on an H200 (2026-11-26) the scatter kernel was 2.3-2.5x
+# cuSPARSE at 70,000 rows (float64, 20 and 80 columns) but 0.3-0.4x at 5,000 rows (float32), and with
+# it MNIST-5k's four-start EM iteration went from 1.3 to 1.7 ms and the rank search from 2.1 to 2.3 s
+# (the one-start iteration from 1.6 to 1.2 ms). Where between the two it starts to pay is not measured.
+# ``TENSORPROB_KERNELS=triton`` uses the kernel whatever the rows.
+SCATTER_MIN_ROWS = 1 << 14
 
 
 class ScatterPlan(NamedTuple):
@@ -56,8 +62,8 @@ class ScatterPlan(NamedTuple):
     buckets: list
 
 
-def scatter_plan(cards: list[int], offsets: torch.Tensor) -> ScatterPlan | None:
-    """The :class:`ScatterPlan` for variables of these cardinalities, or None when one exceeds :data:`SCATTER_MAX_CARD`.
+def scatter_plan(cards: list[int], offsets: torch.Tensor, n_rows: int | None = None) -> ScatterPlan | None:
+    """The :class:`ScatterPlan` for these variables, or None where the CSR product is to run.
 
     Parameters
     ----------
@@ -65,14 +71,19 @@ def scatter_plan(cards: list[int], offsets: torch.Tensor) -> ScatterPlan | None:
         Cardinality of each variable (host values).
     offsets : int tensor of shape (N,)
         First flat column of each variable, on the device the products run on.
+    n_rows : int, optional
+        Rows of the data: below :data:`SCATTER_MIN_ROWS` the CSR product runs, unless
+        ``TENSORPROB_KERNELS=triton`` forces the kernel. None: not considered.
 
     Returns
     -------
     ScatterPlan or None
-        The plan on ``offsets``' device; None when the scatter kernel does not take these
-        variables (then the CSR product runs).
+        The plan on ``offsets``' device; None when a cardinality exceeds
+        :data:`SCATTER_MAX_CARD` or the rows are too few (then the CSR product runs).
     """
     if any(int(c) > SCATTER_MAX_CARD for c in cards):
+        return None
+    if n_rows is not None and n_rows < SCATTER_MIN_ROWS and kernel_mode() != "triton":
         return None
     from tensorprob_kernels.incidence import scatter_plan as buckets
 
