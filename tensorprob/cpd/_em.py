@@ -118,8 +118,9 @@ class EMState:
     The factors of all models are packed side by side without padding, one column per
     (model, component): ``log_A`` is (D, P) with P = sum of the ranks, so the sparse
     products cost exactly the sum of the ranks. The mixing weights are padded, ``log_lam``
-    (B, Fmax) with -inf beyond a model's rank, and ``gather`` maps the padded (B, Fmax)
-    layout to packed columns (padding points at column 0 and is masked by its -inf weight).
+    (B, Fmax) with -inf beyond a model's rank; ``packed_pos`` gives the padded position of each
+    packed column, and ``runs`` the stretches of consecutive models of equal rank, which the
+    E-step handles as one (rows, models, rank) block each (no padding).
     """
 
     log_lam: torch.Tensor  # (B, Fmax) float64
@@ -137,11 +138,16 @@ class EMState:
         dev = self.log_lam.device
         self.packed_pos = torch.tensor([b * Fmax + f for b, r in enumerate(ranks) for f in range(r)], device=dev)
         self.col_model = torch.tensor([b for b, r in enumerate(ranks) for _ in range(r)], device=dev)
-        gather = torch.zeros(len(ranks) * Fmax, dtype=torch.int64, device=dev)
-        gather[self.packed_pos] = torch.arange(self.packed_pos.numel(), device=dev)
-        self.gather = gather
         starts = np.concatenate([[0], np.cumsum(ranks)])
         self.model_cols = [slice(int(starts[b]), int(starts[b + 1])) for b in range(len(ranks))]
+        # runs of consecutive models of equal rank: (first model, end, rank, first column, end column)
+        self.runs = []
+        for b, r in enumerate(ranks):
+            if self.runs and self.runs[-1][2] == r:
+                b0, _, _, c0, _ = self.runs[-1]
+                self.runs[-1] = (b0, b + 1, r, c0, int(starts[b + 1]))
+            else:
+                self.runs.append((b, b + 1, r, int(starts[b]), int(starts[b + 1])))
 
     @staticmethod
     def pack(log_A_padded: torch.Tensor, ranks: list[int]) -> torch.Tensor:
@@ -204,7 +210,6 @@ def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: to
     memory, or blocks read from the spill files of an out-of-core fit; the sums are the
     same either way, only their blocking differs.
     """
-    B, Fmax = state.log_lam.shape
     f64 = torch.float64
     need_stats = lam_num is not None
     inc = data.incidence
@@ -216,15 +221,23 @@ def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: to
             Lp = incidence_matmul(S, state.log_A, inc.flat_t(start, stop))  # (m, P)
         else:
             Lp = inc.matmul(S, state.log_A, floor=floor)
-        L = Lp[:, state.gather].view(m, B, Fmax).to(f64) + state.log_lam[None]
-        mx = L.amax(dim=2, keepdim=True)  # finite: every model has a component of positive weight
-        E = torch.exp(L.sub_(mx))  # (m, B, Fmax), in place of L
-        tot = E.sum(dim=2)
-        ll_sum += (w * (mx[..., 0] + torch.log(tot))).sum(0)
+        # models of equal rank side by side (runs of the batch) share one (m, models, rank) layout:
+        # no padding to the largest rank, and their weighted responsibilities are written straight
+        # into the packed columns the M-step product reads
+        Y = torch.empty(m, Lp.shape[1], dtype=f64, device=Lp.device) if need_stats else None
+        for b0, b1, r, c0, c1 in state.runs:
+            L = Lp[:, c0:c1].view(m, b1 - b0, r).to(f64) + state.log_lam[None, b0:b1, :r]
+            mx = L.amax(dim=2, keepdim=True)  # finite: every model has a component of positive weight
+            E = torch.exp(L.sub_(mx))  # (m, models, r), in place of L
+            tot = E.sum(dim=2)
+            wb = w[:, b0:b1]
+            ll_sum[b0:b1] += (wb * (mx[..., 0] + torch.log(tot))).sum(0)
+            if need_stats:
+                wR = E.mul_((wb / tot)[..., None])  # weighted responsibilities, in place of E
+                lam_num[b0:b1, :r] += wR.sum(0)
+                Y[:, c0:c1] = wR.view(m, (b1 - b0) * r)
         if need_stats:
-            wR = E.mul_((w / tot)[..., None])  # (m, B, Fmax) weighted responsibilities, in place of E
-            lam_num += wR.sum(0)
-            num += inc.matmul_t(ST, wR.view(m, B * Fmax)[:, state.packed_pos], start, stop)
+            num += inc.matmul_t(ST, Y, start, stop)
 
 
 def m_step(data: EMData, state: EMState, lam_num: torch.Tensor, num: torch.Tensor, alpha: float,
