@@ -116,10 +116,10 @@ class Incidence:
 
     The chunks are cached when all of them together take at most half the memory budget (the
     usual case: two column indices per entry, plus the kernels' int32 copy when they run; the
-    chunks' own work then gets the rest) and otherwise rebuilt from the codes at every pass, so the extra memory of a pass stays
-    within the budget at the price of building each chunk again (a few elementwise passes
-    over its codes, cheaper than the products it feeds). Indices are int32 whenever the
-    sizes allow.
+    chunks are then sized to the rest) and otherwise rebuilt from the codes at every pass, so
+    the extra memory of a pass stays within the budget at the price of building each chunk
+    again (a few elementwise passes over its codes, cheaper than the products it feeds).
+    Indices are int32 whenever the sizes allow.
 
     Parameters
     ----------
@@ -143,7 +143,7 @@ class Incidence:
         Upper bound on the rows of a chunk (on top of the budget's).
     cache : bool, optional
         False: never keep the chunks, build each at every pass (codes read from a file).
-        Default: keep them when they fit the budget.
+        Default: keep them when they take at most half the budget.
     kernel : bool, default=False
         Whether the Triton kernels of :mod:`tensorprob.ops` run the products (the caller's
         :func:`~tensorprob.ops.use_triton`): they read :meth:`flat_t`, an int32 copy of the
