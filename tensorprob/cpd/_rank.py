@@ -183,13 +183,28 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
     fold = torch.arange(B, device=device) % cv
     Wv = W_val[:, fold]  # (M', B)
     wrong = torch.zeros(B, dtype=torch.float64, device=device)
-    inc = Incidence(features, cards, dtype, bytes_per_row=B * Fmax * 8 * 4 + B * int(cards[target]) * 8)
+    # the components of every model side by side without padding (P = sum of the ranks columns),
+    # and the runs of consecutive models of equal rank, each one (rows, models, rank) block
+    ranks_b = [m.rank for m in models]
+    packed = torch.tensor([b * Fmax + f for b, r in enumerate(ranks_b) for f in range(r)], device=device)
+    log_A = log_A.reshape(D, B * Fmax)[:, packed].contiguous()  # (D, P)
+    runs, col = [], 0
+    for b, r in enumerate(ranks_b):
+        if runs and runs[-1][2] == r:
+            runs[-1][1] = b + 1
+        else:
+            runs.append([b, b + 1, r, col])
+        col += r
+    inc = Incidence(features, cards, dtype, bytes_per_row=len(packed) * 8 * 4 + B * int(cards[target]) * 8)
     for start, stop, S, _ in inc.chunks(False):
-        L = (S @ log_A.reshape(D, B * Fmax)).view(stop - start, B, Fmax).to(torch.float64) + log_lam[None]
-        post = torch.softmax(L, dim=2)
-        proba = torch.einsum("mbf,cbf->mbc", post, A_y)
-        pred = proba.argmax(2)
-        wrong += (Wv[start:stop] * (pred != rows[start:stop, target][:, None])).sum(0)
+        Lp = S @ log_A  # (rows, P)
+        for b0, b1, r, c0 in runs:
+            L = Lp[:, c0:c0 + (b1 - b0) * r].reshape(stop - start, b1 - b0, r).to(torch.float64) + \
+                log_lam[None, b0:b1, :r]
+            post = torch.softmax(L, dim=2)
+            proba = torch.einsum("mbf,cbf->mbc", post, A_y[:, b0:b1, :r])
+            pred = proba.argmax(2)
+            wrong[b0:b1] += (Wv[start:stop, b0:b1] * (pred != rows[start:stop, target][:, None])).sum(0)
     total = Wv.sum(0)
     if distributed:  # one float64 all-reduce of the errors and held-out weights of every model
         both = _distributed.all_reduce_sum(torch.cat([wrong, total]))
