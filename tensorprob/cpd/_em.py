@@ -111,6 +111,24 @@ class EMData:
         return self.rows[start:stop].to(self.device)
 
 
+def rank_runs(ranks: list[int]) -> list[tuple[int, int, int, int, int]]:
+    """Runs of consecutive models of equal rank in a packed batch: ``(b0, b1, rank, c0, c1)`` each.
+
+    Models ``b0:b1`` have that rank and own the packed columns ``c0:c1`` (models side by side,
+    ``rank`` columns each), which view as a (rows, b1 - b0, rank) block without padding.
+    """
+    runs: list[tuple[int, int, int, int, int]] = []
+    col = 0
+    for b, r in enumerate(ranks):
+        if runs and runs[-1][2] == r:
+            b0, _, _, c0, _ = runs[-1]
+            runs[-1] = (b0, b + 1, r, c0, col + r)
+        else:
+            runs.append((b, b + 1, r, col, col + r))
+        col += r
+    return runs
+
+
 @dataclass
 class EMState:
     """Parameters and history of B models fitted together.
@@ -140,14 +158,7 @@ class EMState:
         self.col_model = torch.tensor([b for b, r in enumerate(ranks) for _ in range(r)], device=dev)
         starts = np.concatenate([[0], np.cumsum(ranks)])
         self.model_cols = [slice(int(starts[b]), int(starts[b + 1])) for b in range(len(ranks))]
-        # runs of consecutive models of equal rank: (first model, end, rank, first column, end column)
-        self.runs = []
-        for b, r in enumerate(ranks):
-            if self.runs and self.runs[-1][2] == r:
-                b0, _, _, c0, _ = self.runs[-1]
-                self.runs[-1] = (b0, b + 1, r, c0, int(starts[b + 1]))
-            else:
-                self.runs.append((b, b + 1, r, int(starts[b]), int(starts[b + 1])))
+        self.runs = rank_runs(ranks)
 
     @staticmethod
     def pack(log_A_padded: torch.Tensor, ranks: list[int]) -> torch.Tensor:

@@ -14,7 +14,7 @@ from .._config import device_budget
 from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ..counting import Incidence
-from ._em import _log_floor
+from ._em import _log_floor, rank_runs
 from ._fit import fit_batched
 from ._model import CPDModel
 from ._validation import PreparedData, _check_int, prepare_data
@@ -188,19 +188,11 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
     ranks_b = [m.rank for m in models]
     packed = torch.tensor([b * Fmax + f for b, r in enumerate(ranks_b) for f in range(r)], device=device)
     log_A = log_A.reshape(D, B * Fmax)[:, packed].contiguous()  # (D, P)
-    runs, col = [], 0
-    for b, r in enumerate(ranks_b):
-        if runs and runs[-1][2] == r:
-            runs[-1][1] = b + 1
-        else:
-            runs.append([b, b + 1, r, col])
-        col += r
     inc = Incidence(features, cards, dtype, bytes_per_row=len(packed) * 8 * 4 + B * int(cards[target]) * 8)
     for start, stop, S, _ in inc.chunks(False):
         Lp = S @ log_A  # (rows, P)
-        for b0, b1, r, c0 in runs:
-            L = Lp[:, c0:c0 + (b1 - b0) * r].reshape(stop - start, b1 - b0, r).to(torch.float64) + \
-                log_lam[None, b0:b1, :r]
+        for b0, b1, r, c0, c1 in rank_runs(ranks_b):
+            L = Lp[:, c0:c1].reshape(stop - start, b1 - b0, r).to(torch.float64) + log_lam[None, b0:b1, :r]
             post = torch.softmax(L, dim=2)
             proba = torch.einsum("mbf,cbf->mbc", post, A_y[:, b0:b1, :r])
             pred = proba.argmax(2)
