@@ -312,7 +312,7 @@ def test_spilled_blocks_bound_the_memory(monkeypatch, tmp_path):
     X, y = _distinct_planted(2000)
     D = int((X.max(0) + 1).sum()) + 3  # the (variable, value) columns, label included
     seen = []
-    for module, name in ((_em, "incidence_matmul"), (_incidence, "incidence_matmul_reference")):
+    for module, name in ((_incidence, "incidence_matmul"), (_incidence, "incidence_matmul_reference")):
         orig = getattr(module, name)
 
         def spy(S, *args, _orig=orig, **kw):

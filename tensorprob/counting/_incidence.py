@@ -259,15 +259,17 @@ class Incidence:
         floor : float, optional
             The value standing for log 0 (entries at or below it), for the E-step.
         start, stop : int, optional
-            The chunk's rows: what a :attr:`matrix_free` product reads instead of S (None).
+            The chunk's rows: what the gather kernel reads (:attr:`kernel`) instead of S (None
+            when :attr:`matrix_free`). The kernel sums every entry, ``floor`` included.
 
         Returns
         -------
         tensor of shape (rows, K)
             ``S @ X`` in X's dtype; each column depends only on the same column of X.
         """
-        if self.matrix_free:
-            return incidence_matmul(None, X, self.flat_t(start, self.codes.shape[0] if stop is None else stop))
+        if self.kernel:  # the codes hold every entry: S is not read (a relative S' would be wrong for the kernel)
+            return incidence_matmul(S if self.base is None else None, X,
+                                    self.flat_t(start, self.codes.shape[0] if stop is None else stop))
         if self.base is None:
             return incidence_matmul_reference(S, X)
         K = X.shape[1]

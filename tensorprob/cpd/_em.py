@@ -35,7 +35,7 @@ from .. import _distributed
 from .._config import progress_bar
 from .._device import to_numpy
 from ..counting import Incidence
-from ..ops import incidence_matmul, use_triton
+from ..ops import use_triton
 
 # S relative to each variable's most frequent value (Incidence(baseline=True)) pays from about a
 # million entries: one EM iteration 2.7x faster on MNIST-5k + label (3.9M entries, rank 20, one
@@ -223,15 +223,11 @@ def _e_step_rows(data: EMData, state: EMState, ll_sum: torch.Tensor, lam_num: to
     """
     f64 = torch.float64
     need_stats = lam_num is not None
-    inc = data.incidence
-    kernel = inc.kernel  # decided once, when the chunks were sized (a matrix-free Incidence has no S)
+    inc = data.incidence  # its kernel decision was made once, when the chunks were sized
     floor = float(torch.tensor(_log_floor(state.log_A.dtype, data.cards.numel()), dtype=state.log_A.dtype))
     for start, stop, S, ST, w in data.blocks(state.weight_set, need_stats):
         m = stop - start
-        if kernel:
-            Lp = incidence_matmul(S, state.log_A, inc.flat_t(start, stop))  # (m, P)
-        else:
-            Lp = inc.matmul(S, state.log_A, floor=floor)
+        Lp = inc.matmul(S, state.log_A, floor=floor, start=start, stop=stop)  # (m, P)
         # models of equal rank side by side (runs of the batch) share one (m, models, rank) layout:
         # no padding to the largest rank, and their weighted responsibilities are written straight
         # into the packed columns the M-step product reads

@@ -14,7 +14,7 @@ from .._config import device_budget
 from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
 from ..counting import Incidence
-from ._em import _log_floor, rank_runs
+from ._em import EMState, _log_floor, rank_runs
 from ._fit import fit_batched
 from ._model import CPDModel
 from ._validation import PreparedData, _check_int, prepare_data
@@ -169,9 +169,7 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
     """Weighted misclassification rate of every (rank, fold) model on its held-out rows, in one pass."""
     device = rows.device
     B = len(models)
-    D = int(cards.sum())
     log_w, log_f = CPDModel.stack(models)  # (B, Fmax), (B, N, Imax, Fmax): straight from the EM, no re-logging
-    Fmax = log_w.shape[1]
     # (D, B, Fmax) in the incidence's column order; log 0 of a model built by hand becomes the finite floor
     log_A = torch.cat([log_f[:, n, : int(c)] for n, c in enumerate(cards.tolist())], 1).permute(1, 0, 2)
     log_A = log_A.clamp_min(_log_floor(dtype, len(cards))).contiguous()
@@ -186,9 +184,8 @@ def _batched_validation_error(rows: torch.Tensor, cards: torch.Tensor, target: i
     # the components of every model side by side without padding (P = sum of the ranks columns),
     # and the runs of consecutive models of equal rank, each one (rows, models, rank) block
     ranks_b = [m.rank for m in models]
-    packed = torch.tensor([b * Fmax + f for b, r in enumerate(ranks_b) for f in range(r)], device=device)
-    log_A = log_A.reshape(D, B * Fmax)[:, packed].contiguous()  # (D, P)
-    inc = Incidence(features, cards, dtype, bytes_per_row=len(packed) * 8 * 4 + B * int(cards[target]) * 8)
+    log_A = EMState.pack(log_A, ranks_b)  # (D, P)
+    inc = Incidence(features, cards, dtype, bytes_per_row=log_A.shape[1] * 8 * 4 + B * int(cards[target]) * 8)
     for start, stop, S, _ in inc.chunks(False):
         Lp = S @ log_A  # (rows, P)
         for b0, b1, r, c0, c1 in rank_runs(ranks_b):
