@@ -375,6 +375,15 @@ def sec_kernels(args, bw, rows, extra):
     # scatter (M-step), (block_m, min_j, num_warps, n_split): defaults (64, 16, default, auto)
     s_choices = [(64, 16, None, None), (32, 16, None, None), (128, 16, None, None), (64, 32, None, None),
                  (64, 64, None, None), (64, 16, 8, None), (64, 16, None, 1), (128, 32, 8, None)]
+    def add(name, variant, sec, b_hbm, note=""):
+        rows.append({"section": "kernel", "data": name, "variant": variant, "seconds": sec, "bytes_now": b_hbm,
+                     "floor_now_s": b_hbm / bw, "x_floor_now": sec / (b_hbm / bw), "note": note})
+
+    def add_kernel(name, variant, fn, ref, ref_s, b_hbm):  # a kernel launch timed against its reference
+        sec, got = timed(fn, 10)
+        err = float((got - ref).abs().max() / (ref.abs().max() + 1))
+        add(name, variant, sec, b_hbm, f"{ref_s / sec:.2f}x the reference; max rel. diff {err:.1e}")
+
     for name, codes in sets:
         cards = torch.as_tensor(codes.max(0) + 1)
         for dt in (torch.float32, torch.float64):
@@ -389,39 +398,24 @@ def sec_kernels(args, bw, rows, extra):
                 ref_s, ref = timed(lambda: incidence_matmul_reference(S, log_A), 10)
                 esz = torch.finfo(dt).bits // 8
                 b_l2 = M * N * P * esz  # the gathered log_A rows (from L2)
-                b_hbm = M * N * 4 + M * P * esz  # int32 codes in, the product out
-                rows.append({"section": "kernel", "data": name, "variant": f"CSR reference (cuSPARSE), P={P}, {dt}",
-                             "seconds": ref_s, "bytes_now": b_hbm, "floor_now_s": b_hbm / bw,
-                             "x_floor_now": ref_s / (b_hbm / bw), "note": f"L2 gathers {b_l2 / 1e9:.2f} GB"})
+                b_hbm = M * N * 4 + M * P * esz  # int32 codes in, the product out (the M-step: codes and Y in)
+                add(name, f"CSR reference (cuSPARSE), P={P}, {dt}", ref_s, b_hbm, f"L2 gathers {b_l2 / 1e9:.2f} GB")
                 for bm, nw, ns, sp in choices:
-                    sec, got = timed(lambda: incidence_gather_sum(flat_t, log_A, block_m=bm, num_warps=nw,
-                                                                  num_stages=ns, n_split=sp), 10)
-                    err = float((got - ref).abs().max() / (ref.abs().max() + 1))
-                    rows.append({"section": "kernel", "data": name,
-                                 "variant": f"Triton block_m={bm} warps={nw or 'def'} stages={ns or 'def'} "
-                                            f"split={sp}, P={P}, {dt}",
-                                 "seconds": sec, "bytes_now": b_hbm, "floor_now_s": b_hbm / bw,
-                                 "x_floor_now": sec / (b_hbm / bw),
-                                 "note": f"{ref_s / sec:.2f}x the reference; max rel. diff {err:.1e}"})
+                    add_kernel(name, f"Triton block_m={bm} warps={nw or 'def'} stages={ns or 'def'} split={sp}, "
+                                     f"P={P}, {dt}",
+                               lambda: incidence_gather_sum(flat_t, log_A, block_m=bm, num_warps=nw, num_stages=ns,
+                                                            n_split=sp), ref, ref_s, b_hbm)
                 # the M-step's S^T @ Y (Y: the weighted responsibilities, float64 in the EM)
                 Y = torch.rand(M, P, generator=g, device=DEV, dtype=torch.float64).to(dt)
                 STd = ST.to(dt)
                 ref_s, ref = timed(lambda: incidence_matmul_reference(STd, Y), 10)
-                b_hbm = M * N * 4 + M * P * esz  # int32 codes and Y in
-                rows.append({"section": "kernel", "data": name,
-                             "variant": f"S^T CSR reference (cuSPARSE), P={P}, {dt}", "seconds": ref_s,
-                             "bytes_now": b_hbm, "floor_now_s": b_hbm / bw, "x_floor_now": ref_s / (b_hbm / bw)})
+                add(name, f"S^T CSR reference (cuSPARSE), P={P}, {dt}", ref_s, b_hbm)
                 for bm, mj, nw, sp in s_choices:
                     plan = scatter_plan(cards.tolist(), DEV, min_j=mj)
-                    sec, got = timed(lambda: incidence_scatter_sum(flat_t, Y, inc.offsets, cards.to(DEV), inc.n_cols,
-                                                                   plan, block_m=bm, n_split=sp, num_warps=nw), 10)
-                    err = float((got - ref).abs().max() / (ref.abs().max() + 1))
-                    rows.append({"section": "kernel", "data": name,
-                                 "variant": f"S^T Triton scatter block_m={bm} min_j={mj} warps={nw or 'def'} "
-                                            f"split={sp or 'auto'}, P={P}, {dt}",
-                                 "seconds": sec, "bytes_now": b_hbm, "floor_now_s": b_hbm / bw,
-                                 "x_floor_now": sec / (b_hbm / bw),
-                                 "note": f"{ref_s / sec:.2f}x the reference; max rel. diff {err:.1e}"})
+                    add_kernel(name, f"S^T Triton scatter block_m={bm} min_j={mj} warps={nw or 'def'} "
+                                     f"split={sp or 'auto'}, P={P}, {dt}",
+                               lambda: incidence_scatter_sum(flat_t, Y, inc.offsets, cards.to(DEV), inc.n_cols, plan,
+                                                             block_m=bm, n_split=sp, num_warps=nw), ref, ref_s, b_hbm)
 
 
 def sec_syncs(args):
