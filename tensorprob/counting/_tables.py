@@ -551,6 +551,63 @@ def table_information(T: torch.Tensor, scale: float = 1.0,
     return TableInformation(T, scale, n_rows)
 
 
+def _axis_sum(a: np.ndarray, axis: int) -> np.ndarray:
+    """``a.sum(axis)`` of an integer array as adds of its slices: NumPy reduces a short axis of many small rows slowly
+    (400 tables of 5 x 5 x 2 counts: 50 us against 10)."""
+    head = (slice(None),) * axis
+    out = a[head + (0,)].copy()
+    for i in range(1, a.shape[axis]):
+        out += a[head + (i,)]
+    return out
+
+
+def cmi_of_counts(T: np.ndarray, scale: float = 1.0) -> np.ndarray | None:
+    """``table_information(T, scale).cmi_x_b_given_a`` of integer counts T (n, I, A, B) of complete data, in NumPy.
+
+    The same float64 operations in the same order as :class:`TableInformation`'s lookup path
+    (``n H = n log n - sum_cells c log c``): integer margins (exact in any order), the
+    ``m log m`` values of one lookup table, each table's row of looked-up values summed by
+    torch's row sum (the one reduction whose order decides the last bit; a lone table is
+    summed as two, see :func:`~tensorprob.selection._classic.pair_cmi`), and elementwise
+    operations, which round alike in NumPy. So the values are those of
+    :func:`table_information` bit for bit, in about 6 NumPy calls per entropy instead of some
+    40 small torch operations in all: what a lazy CMIM round of a few dozen tables costs.
+
+    Parameters
+    ----------
+    T : ndarray of shape (n, I, A, B), integer
+        Counts of (x, a, b), no missing entry (no observed-fraction weighting).
+    scale : float, default=1.0
+        Divisor of the entropies (``log 2``: bits).
+
+    Returns
+    -------
+    ndarray of shape (n,), float64, or None
+        ``I(x; b | a)`` of each table; None where a table's total exceeds the lookup table
+        (``_XLOGX_MAX``): then :class:`TableInformation` takes the logarithms instead.
+    """
+    n = T.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    T = np.ascontiguousarray(T, dtype=np.int64)
+    xa = _axis_sum(T, 3)
+    a = _axis_sum(xa, 1)
+    t = _axis_sum(a, 1)
+    if int(t.max()) > _XLOGX_MAX:
+        return None
+    L = _xlogx(int(t.max()), torch.device("cpu")).numpy()
+    Lt, tf = L[t], np.maximum(t, 1).astype(np.float64)
+
+    def h(c: np.ndarray) -> np.ndarray:
+        rows = L.take(c.reshape(n, -1))
+        rows = np.repeat(rows, 2, axis=0) if n == 1 else rows  # a threaded sum may split a lone row
+        s = Lt - torch.from_numpy(rows).sum(1).numpy()[:n]
+        return (np.maximum(s / tf, 0.0) + 0.0) / scale
+
+    v = h(xa) + h(_axis_sum(T, 1)) - h(T) - h(a)  # h_xa + h_ab - h_xab - h_a
+    return np.maximum(v, 0.0)
+
+
 def conditional_table(T: torch.Tensor, *, marginalize_b: bool = False, min_prob: float = 1e-10) -> torch.Tensor:
     """The conditional probabilities ``p^(x | a, b)`` of every cell of counts T (n, I, A, B).
 
