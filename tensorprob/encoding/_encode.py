@@ -392,7 +392,17 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
     return _split_categories((val + lo.numpy()[col]).astype(dtype), counts.numpy(), limit)
 
 
-def _split_categories(values: np.ndarray, counts: np.ndarray, limit: int) -> list[np.ndarray | None]:
+class _Categories(list):
+    """Per column, its sorted categories or None (left to the general path); ``counts``: their numbers (0 for None).
+
+    The counts let a wide array's cardinalities and completeness be read without a Python pass
+    over its columns (10,000 columns: about 3 ms).
+    """
+
+    counts: np.ndarray
+
+
+def _split_categories(values: np.ndarray, counts: np.ndarray, limit: int) -> _Categories:
     """``values`` (every column's sorted categories, one after another) cut per column by ``counts``.
 
     A column of more than ``limit`` categories gets None (left to the general path). When every
@@ -400,9 +410,12 @@ def _split_categories(values: np.ndarray, counts: np.ndarray, limit: int) -> lis
     a Python loop cost several ms).
     """
     if counts.min() == counts.max() and counts[0] <= limit:
-        return list(values.reshape(counts.size, int(counts[0])))
-    ends = np.cumsum(counts).tolist()
-    return [values[e - c:e] if c <= limit else None for e, c in zip(ends, counts.tolist())]
+        out = _Categories(values.reshape(counts.size, int(counts[0])))
+    else:
+        ends = np.cumsum(counts).tolist()
+        out = _Categories([values[e - c:e] if c <= limit else None for e, c in zip(ends, counts.tolist())])
+    out.counts = np.where(counts <= limit, counts, 0).astype(np.int64)
+    return out
 
 
 def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.ndarray, step: int, limit: int,
@@ -619,7 +632,8 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # A float array (not a DataFrame) is one measurement on every column: its integral
         # columns are categories only when all of them are (MNIST's 0..255 pixels stay one
         # kind of variable, all discretized); DataFrame columns are typed one by one.
-        float_array = not hasattr(X, "iloc") and all(c.dtype.kind == "f" for c in cols)
+        float_array = not hasattr(X, "iloc") and (cols[0].dtype.kind == "f" if isinstance(X, np.ndarray)
+                                                  else all(c.dtype.kind == "f" for c in cols))
         if float_array:
             array_is_categorical = all(_categorical_numbers(c[~(_is_missing(c) | _user_missing(c, miss_keys))], limit)
                                        for c in cols)
@@ -633,7 +647,8 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             whole = np.where(_is_missing(whole) | _user_missing(whole, miss_keys), np.nan, whole)
             kinds, cats, lookup = ["discretized"] * len(cols), [None] * len(cols), [None] * len(cols)
             cont_idx, by_column = list(range(len(cols))), False
-        elif fast is not None and all(f is not None for f in fast):
+        elif fast is not None and (bool(fast.counts.all()) if isinstance(fast, _Categories)
+                                   else all(f is not None for f in fast)):
             kinds, cats, lookup = ["categorical"] * len(cols), list(fast), [None] * len(cols)
             by_column = False
         for j, col in enumerate(cols if by_column else ()):
@@ -720,8 +735,11 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
         # categorical columns: their number of categories; discretized ones (cont_idx, in column
         # order, as the discretizer saw them): their bins
-        cards = np.fromiter((0 if c is None else len(c) for c in cats), dtype=np.int64, count=len(cats))
-        np.maximum(cards, 1, out=cards)
+        if isinstance(fast, _Categories) and not by_column:  # every column coded by _small_int_array
+            cards = np.maximum(fast.counts, 1)
+        else:
+            cards = np.fromiter((0 if c is None else len(c) for c in cats), dtype=np.int64, count=len(cats))
+            np.maximum(cards, 1, out=cards)
         for dj, j in enumerate(cont_idx):
             if isinstance(self.discretizer_, Discretizer):
                 cards[j] = self.discretizer_.n_bins_[dj]
