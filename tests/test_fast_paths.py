@@ -113,7 +113,7 @@ def test_feature_major_copy_is_the_transpose(shape):
     assert torch.equal(fm, codes)
 
 
-@pytest.mark.parametrize("M", [1, 63, 64, 65, 1000])
+@pytest.mark.parametrize("M", [1, 63, 64, 65, 1000, 1100])  # 1 to 18 words per bitset
 def test_class_free_bitset_tables_equal_the_full_tables(M, dtype):
     """MRMR's I(X_m; X_j) from the (candidate, value) bitsets equals the full (x, x_j, class) tables' value."""
     rng = np.random.default_rng(M)

@@ -12,6 +12,7 @@ from .._device import CPU_BLOCK_BYTES
 from ._spill import SpilledRows
 from ._tables import (
     TableInformation,
+    _axis_sum,
     _complete,
     grouped_is_cheaper,
     joint_table,
@@ -625,7 +626,9 @@ def _bitset_pair_tables(bits: np.ndarray, j: int) -> np.ndarray:
     for s in range(0, N * I, step):
         block = flat[s:s + step]
         for u in range(I):
-            out[s:s + step, u] = np.bitwise_count(block & bits[j, u]).sum(1, dtype=np.int64)
+            pc = np.bitwise_count(block & bits[j, u])
+            # few words per bitset (few rows): adds of columns; NumPy reduces a short axis slowly
+            out[s:s + step, u] = pc.sum(1, dtype=np.int64) if W > 16 else _axis_sum(pc, 1, np.int64)
     return out.reshape(N, I, I)
 
 
