@@ -195,7 +195,7 @@ def test_lazy_counts_fewer_tables(monkeypatch):
 @pytest.mark.parametrize("complete", [False, True])
 def test_pair_tables_are_those_of_the_eager_step(complete, dtype, device, monkeypatch):
     X, y = with_missing(5)
-    if complete:  # the CPU counts these in NumPy (_pair_class_counts, cmi_of_counts)
+    if complete:  # the CPU counts these in NumPy (_pair_class_counts, information_of_counts)
         X = np.where(X < 0, 1, X)
     plain = []
     real = _classic._pair_class_counts
@@ -222,27 +222,6 @@ def test_lazy_equals_eager_on_complete_data(variant, dtype, device):
     (S1, v1), _ = _criterion_run(X, y, 30, variant, True, dtype, device)
     assert S1 == S0
     assert_same_scores(v1, v0, device)
-
-
-@pytest.mark.parametrize("shape", [(1, 3, 4, 2), (2, 5, 5, 1), (7, 1, 3, 3), (300, 4, 6, 5), (3, 17, 17, 10)])
-def test_cmi_of_counts_is_table_information_bit_for_bit(shape):
-    from tensorprob.counting import table_information
-    from tensorprob.counting._tables import cmi_of_counts
-
-    rng = np.random.default_rng(sum(shape))
-    T = rng.integers(0, 40, shape) * (rng.random(shape) < 0.7)  # empty cells too
-    T[0] = 0  # an empty table: 0
-    for scale in (1.0, np.log(2.0)):
-        got = cmi_of_counts(T, scale)
-        want = table_information(torch.as_tensor(T, dtype=torch.float64), scale).cmi_x_b_given_a.numpy()
-        np.testing.assert_array_equal(got, want)
-        assert got[0] == 0.0
-    # a total beyond the lookup table: left to table_information (None)
-    from tensorprob.counting._tables import _XLOGX_MAX
-
-    big = np.zeros((2, 2, 2, 2), dtype=np.int64)
-    big[:, 0, 0, 0] = _XLOGX_MAX + 1
-    assert cmi_of_counts(big) is None
 
 
 def test_pair_tables_of_one_wide_table_on_two_threads(device):

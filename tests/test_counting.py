@@ -236,3 +236,25 @@ def test_shared_integer_margins_equal_entropy_of_counts_bit_for_bit(kind):
         for name in order:
             assert torch.equal(getattr(info, name), want[name]), (kind, order, name)
     assert (table_information(T)._totals is None) == (kind in ("fractional", "large"))
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 4, 2), (2, 5, 5, 1), (7, 1, 3, 3), (300, 4, 6, 5), (3, 17, 17, 10),
+                                   (40, 3, 1, 2)])
+def test_information_of_counts_is_table_information_bit_for_bit(shape):
+    """The NumPy quantities of integer tables (CMIM's lazy rounds, the CPU's relevance) equal TableInformation's."""
+    from tensorprob.counting._tables import _QUANTITIES, _XLOGX_MAX, information_of_counts
+
+    rng = np.random.default_rng(sum(shape))
+    T = rng.integers(0, 40, shape) * (rng.random(shape) < 0.7)  # empty cells too
+    T[0] = 0  # an empty table: 0
+    for scale in (1.0, np.log(2.0)):
+        info = table_information(torch.as_tensor(T, dtype=torch.float64), scale)
+        for name in _QUANTITIES:
+            got = information_of_counts(T, name, scale)
+            np.testing.assert_array_equal(got, getattr(info, name).numpy(), err_msg=name)
+            assert got[0] == 0.0
+    # a total beyond the lookup table: left to table_information (None)
+    big = np.zeros((2, 2, 2, 2), dtype=np.int64)
+    big[:, 0, 0, 0] = _XLOGX_MAX + 1
+    assert information_of_counts(big, "mi_x_b") is None
+    assert information_of_counts(T[:0], "mi_x_b").shape == (0,)

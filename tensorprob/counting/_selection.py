@@ -15,6 +15,7 @@ from ._tables import (
     _axis_sum,
     _complete,
     grouped_is_cheaper,
+    information_of_counts,
     joint_table,
     one_hot,
     rows_by_class,
@@ -443,7 +444,11 @@ class SelectionData:
         (:class:`~tensorprob.counting.TableInformation`, ``n_rows``).
         """
         if self._relevance is None:
-            self._relevance = table_information(self.class_table, n_rows=self.n_rows).mi_x_b / self.log_base
+            T, v = self.class_table, None
+            if T.device.type == "cpu" and self.n_rows is None and not self._weighted:  # integer counts
+                v = information_of_counts(T.numpy().astype(np.int64), "mi_x_b")  # the same values, in NumPy
+            mi = table_information(T, n_rows=self.n_rows).mi_x_b if v is None else torch.from_numpy(v)
+            self._relevance = mi / self.log_base
         return self._relevance
 
     def plan(self, k: int, classes: bool = True) -> None:

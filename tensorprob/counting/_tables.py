@@ -381,6 +381,17 @@ def _xlogx(n: int, device: torch.device) -> torch.Tensor:
 
 _NAMES = {1: "x", 2: "a", 3: "b"}
 
+#: Each information as the entropies added, then those subtracted, in this order (it decides the
+#: last bit, and selections compare these values): :class:`TableInformation` and
+#: :func:`information_of_counts` both read it.
+_QUANTITIES = {
+    "mi_x_a": (("h_x", "h_a"), ("h_xa",)),
+    "mi_x_b": (("h_x", "h_b"), ("h_xb",)),
+    "cmi_x_a_given_b": (("h_xb", "h_ab"), ("h_xab", "h_b")),
+    "cmi_x_b_given_a": (("h_xa", "h_ab"), ("h_xab", "h_a")),
+    "mi_xa_b": (("h_xa", "h_b"), ("h_xab",)),
+}
+
 
 def _entropy(*dims: int) -> cached_property:
     """A cached property: the joint entropy over ``dims`` of every table."""
@@ -521,11 +532,11 @@ class TableInformation:
 
     # informations, as sums of the entropies above (the order of the terms is kept fixed:
     # it decides the last bit, and selections compare these values)
-    mi_x_a = _information("I(x; a)", ("h_x", "h_a"), ("h_xa",))
-    mi_x_b = _information("I(x; b)", ("h_x", "h_b"), ("h_xb",))
-    cmi_x_a_given_b = _information("I(x; a | b)", ("h_xb", "h_ab"), ("h_xab", "h_b"))
-    cmi_x_b_given_a = _information("I(x; b | a)", ("h_xa", "h_ab"), ("h_xab", "h_a"))
-    mi_xa_b = _information("I(x, a; b)", ("h_xa", "h_b"), ("h_xab",))
+    mi_x_a = _information("I(x; a)", *_QUANTITIES["mi_x_a"])
+    mi_x_b = _information("I(x; b)", *_QUANTITIES["mi_x_b"])
+    cmi_x_a_given_b = _information("I(x; a | b)", *_QUANTITIES["cmi_x_a_given_b"])
+    cmi_x_b_given_a = _information("I(x; b | a)", *_QUANTITIES["cmi_x_b_given_a"])
+    mi_xa_b = _information("I(x, a; b)", *_QUANTITIES["mi_xa_b"])
 
 def table_information(T: torch.Tensor, scale: float = 1.0,
                       n_rows: float | torch.Tensor | None = None) -> TableInformation:
@@ -564,50 +575,68 @@ def _axis_sum(a: np.ndarray, axis: int, dtype: type | None = None) -> np.ndarray
     return out
 
 
-def cmi_of_counts(T: np.ndarray, scale: float = 1.0) -> np.ndarray | None:
-    """``table_information(T, scale).cmi_x_b_given_a`` of integer counts T (n, I, A, B) of complete data, in NumPy.
+def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0) -> np.ndarray | None:
+    """``getattr(table_information(T, scale), name)`` of integer counts T (n, I, A, B) of complete data, in NumPy.
 
     The same float64 operations in the same order as :class:`TableInformation`'s lookup path
-    (``n H = n log n - sum_cells c log c``): integer margins (exact in any order), the
-    ``m log m`` values of one lookup table, each table's row of looked-up values summed by
-    torch's row sum (the one reduction whose order decides the last bit; a lone table is
-    summed as two, see :func:`~tensorprob.selection._classic.pair_cmi`), and elementwise
-    operations, which round alike in NumPy. So the values are those of
-    :func:`table_information` bit for bit, in about 6 NumPy calls per entropy instead of some
-    40 small torch operations in all: what a lazy CMIM round of a few dozen tables costs.
+    (``n H = n log n - sum_cells c log c``; the terms of :data:`_QUANTITIES`): integer margins
+    (exact in any order), the ``m log m`` values of one lookup table, each table's row of
+    looked-up values summed by torch's row sum (the one reduction whose order decides the last
+    bit; a lone table is summed as two, see :func:`~tensorprob.selection._classic.pair_cmi`),
+    and elementwise operations, which round alike in NumPy. So the values are those of
+    :func:`table_information` bit for bit, in a few NumPy calls per entropy instead of some 40
+    small torch operations in all: what a lazy CMIM round of a few dozen tables, or the class
+    table of a small data set, costs.
 
     Parameters
     ----------
     T : ndarray of shape (n, I, A, B), integer
         Counts of (x, a, b), no missing entry (no observed-fraction weighting).
+    name : str
+        One of ``mi_x_a``, ``mi_x_b``, ``cmi_x_a_given_b``, ``cmi_x_b_given_a``, ``mi_xa_b``.
     scale : float, default=1.0
         Divisor of the entropies (``log 2``: bits).
 
     Returns
     -------
     ndarray of shape (n,), float64, or None
-        ``I(x; b | a)`` of each table; None where a table's total exceeds the lookup table
+        The quantity of each table; None where a table's total exceeds the lookup table
         (``_XLOGX_MAX``): then :class:`TableInformation` takes the logarithms instead.
     """
+    plus, minus = _QUANTITIES[name]
     n = T.shape[0]
     if n == 0:
         return np.zeros(0)
-    T = np.ascontiguousarray(T, dtype=np.int64)
-    xa = _axis_sum(T, 3)
-    a = _axis_sum(xa, 1)
-    t = _axis_sum(a, 1)
+    margins = {(1, 2, 3): np.ascontiguousarray(T, dtype=np.int64)}
+
+    def margin(dims: tuple[int, ...]) -> np.ndarray:  # from the smallest known superset, as TableInformation
+        m = margins.get(dims)
+        if m is None:
+            src = min((d for d in margins if set(dims) < set(d)), key=lambda d: margins[d].size)
+            m = margins[src]
+            for axis in sorted((1 + i for i, d in enumerate(src) if d not in dims), reverse=True):
+                m = _axis_sum(m, axis)
+            margins[dims] = m
+        return m
+
+    t = margin((1,)).sum(1)
     if int(t.max()) > _XLOGX_MAX:
         return None
     L = _xlogx(int(t.max()), torch.device("cpu")).numpy()
     Lt, tf = L[t], np.maximum(t, 1).astype(np.float64)
+    dims_of = {v: k for k, v in _NAMES.items()}
 
-    def h(c: np.ndarray) -> np.ndarray:
-        rows = L.take(c.reshape(n, -1))
+    def h(entropy: str) -> np.ndarray:
+        rows = L.take(margin(tuple(sorted(dims_of[c] for c in entropy[2:]))).reshape(n, -1))
         rows = np.repeat(rows, 2, axis=0) if n == 1 else rows  # a threaded sum may split a lone row
         s = Lt - torch.from_numpy(rows).sum(1).numpy()[:n]
         return (np.maximum(s / tf, 0.0) + 0.0) / scale
 
-    v = h(xa) + h(_axis_sum(T, 1)) - h(T) - h(a)  # h_xa + h_ab - h_xab - h_a
+    v = h(plus[0])
+    for e in plus[1:]:
+        v = v + h(e)
+    for e in minus:
+        v = v - h(e)
     return np.maximum(v, 0.0)
 
 

@@ -48,7 +48,7 @@ from .._config import get_config
 from .._device import chunk_ranges
 from .._docstrings import fill_doc
 from ..counting import SelectionData, joint_table, table_information
-from ..counting._tables import cmi_of_counts
+from ..counting._tables import information_of_counts
 from ._base import GreedySelector
 from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion, tie_tolerance
@@ -190,7 +190,7 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tens
     pairs to the memory budget (streamed: one pass over the blocks per chunk of pairs).
 
     Complete, unweighted rows in memory on the CPU in one process are counted in NumPy
-    (:func:`_pair_class_counts`, :func:`~tensorprob.counting._tables.cmi_of_counts`), from
+    (:func:`_pair_class_counts`, :func:`~tensorprob.counting._tables.information_of_counts`), from
     ``class_t``, :func:`pair_class_codes` (made here when not given): a lazy round's few dozen
     tables then cost a few NumPy calls each instead of some 60 small torch operations in all.
     """
@@ -207,7 +207,7 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tens
         c, j = cand[s:e], sel[s:e]
         if class_t is not None:
             T = _pair_class_counts(codes_t.numpy(), class_t, c.numpy(), j.numpy(), I, C)
-            v = cmi_of_counts(T, d.log_base)
+            v = information_of_counts(T, "cmi_x_b_given_a", d.log_base)
             if v is not None:
                 out[s:e] = torch.from_numpy(v)
                 continue
