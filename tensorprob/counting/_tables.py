@@ -568,6 +568,8 @@ def _axis_sum(a: np.ndarray, axis: int, dtype: type | None = None) -> np.ndarray
     NumPy reduces a short axis of many small rows slowly (400 tables of 5 x 5 x 2 counts:
     50 us against 10).
     """
+    if axis == a.ndim - 1 and a.shape[axis] > 12:  # a longer last axis: NumPy's reduce (1024 x 25 x 20: 0.6x)
+        return a.sum(axis, dtype=dtype or a.dtype)
     head = (slice(None),) * axis
     out = a[head + (0,)].astype(dtype or a.dtype)
     for i in range(1, a.shape[axis]):
