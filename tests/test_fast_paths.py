@@ -262,3 +262,31 @@ def test_weighted_grouped_counts_equal_a_weighted_bincount(complete, monkeypatch
     assert weighted_grouped_counts(codes, key, G, card, complete, w + 0.5) is None
     many = np.arange(M, dtype=np.float64) % (_GROUPED_MAX_LEVELS + 1) + 1
     assert weighted_grouped_counts(codes, key, G, card, complete, many) is None
+
+
+@pytest.mark.parametrize("classes", [True, False])
+def test_seeded_marginal_entropies_equal_the_tables_own(classes, dtype):
+    """pair_information's tables with h_x, h_a (h_b, h_xb, h_ab) taken from the class table: the same values."""
+    from tensorprob.counting import table_information
+    from tensorprob.counting._tables import _QUANTITIES
+
+    rng = np.random.default_rng(7)
+    M, N, I, C = 600, 14, 5, 4
+    X = torch.as_tensor(rng.integers(0, I, (M, N)))
+    X[:, 3] = 2  # a constant column
+    X[:, 5] %= 2  # a smaller alphabet
+    y = torch.as_tensor(rng.integers(0, C, M))
+    d = SelectionData(X, I, y, C, dtype=dtype, log_base=float(np.log(2)))
+    names = list(_QUANTITIES) + ["h_x", "h_a", "h_xa"] + (["h_b", "h_xb", "h_ab", "h_xab"] if classes else [])
+    for j in (0, 3, 5, N - 1):
+        q = d.pair_information(j, classes=classes)
+        assert "h_x" in vars(q)  # seeded, not computed
+        fresh = table_information(q.T, d.log_base, d.n_rows)
+        for name in names:
+            assert torch.equal(getattr(q, name), getattr(fresh, name)), (j, name)
+    # missing entries (observed fractions) or weights: nothing seeded
+    Xm = X.clone()
+    Xm[0, 1] = -1
+    assert "h_x" not in vars(SelectionData(Xm, I, y, C, dtype=dtype).pair_information(2, classes=classes))
+    w = torch.ones(M, dtype=torch.float64)
+    assert "h_x" not in vars(SelectionData(X, I, y, C, dtype=dtype, weights=w).pair_information(2, classes=classes))
