@@ -662,9 +662,8 @@ def _bitset_pair_tables(bits: np.ndarray, j: int) -> np.ndarray:
     for s in range(0, N * I, step):
         block = flat[s:s + step]
         for u in range(I):
-            pc = np.bitwise_count(block & bits[j, u])
             # few words per bitset (few rows): adds of columns; NumPy reduces a short axis slowly
-            out[s:s + step, u] = pc.sum(1, dtype=np.int64) if W > 16 else _axis_sum(pc, 1, np.int64)
+            out[s:s + step, u] = _axis_sum(np.bitwise_count(block & bits[j, u]), 1, np.int64)
     return out.reshape(N, I, I)
 
 

@@ -298,7 +298,7 @@ def _unique_inverse(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.ravel()
 
 
-def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray | None] | None:
+def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> _Categories | None:
     """Encode every column of a 2-D integer array of small range at once: the categories of each.
 
     Row-major data read column by column costs a strided pass per column; here everything is
@@ -313,9 +313,10 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
 
     Returns
     -------
-    list of (ndarray or None), or None
-        Per column, its sorted categories with ``codes[:, j]`` filled, or None (not handled);
-        None for an input that is not such an array.
+    _Categories or None
+        Per column, its sorted categories with ``codes[:, j]`` filled, or None (not handled),
+        with their numbers (``counts``, 0 where not handled); None for an input that is not
+        such an array.
     """
     if hasattr(X, "iloc") or not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind not in "iu" or X.size == 0:
         return None
@@ -339,7 +340,9 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> list[np.ndarray |
         out = _small_int_array(np.ascontiguousarray(X[:, sub]), tmp := np.empty((X.shape[0], len(sub)), codes.dtype),
                                limit)
         codes[:, sub] = tmp
-        full: list[np.ndarray | None] = [None] * X.shape[1]
+        full = _Categories([None] * X.shape[1])
+        full.counts = np.zeros(X.shape[1], dtype=np.int64)
+        full.counts[sub] = out.counts
         for i, j in enumerate(sub):
             full[j] = out[i]
         return full
@@ -647,8 +650,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             whole = np.where(_is_missing(whole) | _user_missing(whole, miss_keys), np.nan, whole)
             kinds, cats, lookup = ["discretized"] * len(cols), [None] * len(cols), [None] * len(cols)
             cont_idx, by_column = list(range(len(cols))), False
-        elif fast is not None and (bool(fast.counts.all()) if isinstance(fast, _Categories)
-                                   else all(f is not None for f in fast)):
+        elif fast is not None and bool(fast.counts.all()):
             kinds, cats, lookup = ["categorical"] * len(cols), list(fast), [None] * len(cols)
             by_column = False
         for j, col in enumerate(cols if by_column else ()):
@@ -735,7 +737,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     "to silence this warning, or encode them yourself", UserWarning, stacklevel=_outside_stacklevel())
         # categorical columns: their number of categories; discretized ones (cont_idx, in column
         # order, as the discretizer saw them): their bins
-        if isinstance(fast, _Categories) and not by_column:  # every column coded by _small_int_array
+        if fast is not None and not by_column:  # every column coded by _small_int_array
             cards = np.maximum(fast.counts, 1)
         else:
             cards = np.fromiter((0 if c is None else len(c) for c in cats), dtype=np.int64, count=len(cats))
