@@ -629,3 +629,47 @@ def test_batched_grouped_counts_equal_bincounts(grouped, monkeypatch, dtype):
         assert got.dtype == dtype and torch.equal(got, ref)
     sel = get_selector("jmi")(k=5).fit(tp.Encoded(X, np.full(X.shape[1], 3)), y, resamples=W)
     _check_members(sel, "jmi", X, np.full(X.shape[1], 3), y, W, 5)
+
+
+@pytest.mark.parametrize("method, params", [("vmi", {"q": "naive"}), ("pda", {"framework": "vi", "k1": 0}),
+                                            ("vmi", {"q": "naive", "restart_threshold": 0.08})])
+@pytest.mark.parametrize("exact", [False, True])
+def test_naive_vi_batch_runs_as_one_state(monkeypatch, method, params, exact, dtype):
+    """The naive VI members scored together (forced on the CPU) equal their separate runs, restarts
+    included; with every class sum sent to the exact log-sum-exp (``exact``) too."""
+    from tensorprob.selection import _pda
+
+    made = []
+    real = _pda._JointNaiveBounds.__init__
+    monkeypatch.setattr(_pda, "_NAIVE_JOINT_CPU", True)
+    monkeypatch.setattr(_pda._JointNaiveBounds, "__init__", lambda self, c, b: made.append(len(c)) or real(self, c, b))
+    if exact:
+        monkeypatch.setattr(_pda._JointNaiveBounds, "_underflow", float("inf"))
+    X, y = _codes(seed=21, M=220, N=11)
+    cards = np.full(11, 3)
+    W = np.concatenate([_weights(len(y), seed=8), np.random.default_rng(9).poisson(1.0, (len(y), 2))], 1)
+    sel = get_selector(method)(k=6, **params).fit(tp.Encoded(X, cards), y, resamples=W)
+    assert made == [W.shape[1]]
+    assert any(len(set(col)) > 1 for col in sel.selected_.T)  # the members part ways at some step
+    if "restart_threshold" in params:
+        assert sel.n_restarts_.max() > 0  # chains dropped (and restarted) inside the joint state
+    _check_native(sel, method, X, cards, y, W, 6, _tolerance(dtype), **params)
+
+
+def test_naive_vi_joint_choice(monkeypatch, device):
+    """The joint naive state is taken on a GPU, and on the CPU only when asked for; never for the order-1 q."""
+    from tensorprob.selection import _pda
+
+    made = []
+    real = _pda._JointNaiveBounds.__init__
+    monkeypatch.setattr(_pda._JointNaiveBounds, "__init__", lambda self, c, b: made.append(len(c)) or real(self, c, b))
+    X, y = _codes(seed=22, M=200, N=6)
+    folds = np.stack([np.arange(200) % 10 != f for f in range(10)], 1).astype(float)
+    tp.VMI(k=3, q="naive").fit(X, y, resamples=folds)
+    assert made == ([] if device == "cpu" else [10])
+    monkeypatch.setattr(_pda, "_NAIVE_JOINT_CPU", True)
+    tp.VMI(k=3, q="naive").fit(X, y, resamples=folds)
+    assert made[-1:] == [10]
+    n = len(made)
+    tp.VMI(k=3, q="pairwise").fit(X, y, resamples=folds)
+    assert len(made) == n
