@@ -449,6 +449,10 @@ def sec_profile(args):
         "gsm_lazy_mnist_k10": lambda: tp.GSMCPD(k=10, rank=20, n_samples=5000, lazy=True, device=DEV,
                                                 random_state=0).fit(Xc, yc),
     }
+    # issue 17: 100 bootstrap members of the per-sample criteria, one batched fit
+    Wb = np.random.default_rng(0).multinomial(len(yc), np.full(len(yc), 1.0 / len(yc)), size=100).T.astype(float)
+    jobs["vmi_naive_batched100_mnist_k10"] = lambda: tp.VMI(k=10, q="naive", device=DEV).fit(Xc, yc, resamples=Wb)
+    jobs["amd11_batched100_mnist_k10"] = lambda: tp.PDA(k=10, distribution="amd", device=DEV).fit(Xc, yc, resamples=Wb)
     if not args.quick:
         P, py = planted()
         jobs["em_planted70k_10it"] = lambda: tp.fit_cpd(np.column_stack([P, py]), rank=20, device=DEV, n_iter_max=10,
