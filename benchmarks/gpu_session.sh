@@ -10,7 +10,8 @@
 # the run should read them, as a git-ignored copy in .data/skfeature/ (carry both: about 50 MB;
 # never committed). Everything written to $OUT ends up in one archive, $OUT/gpu_out.tgz: the
 # device returns at most 8 files per call. BUDGET_S bounds the whole run,
-# BENCH_S bench_gpu.py (SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip);
+# BENCH_S bench_gpu.py (SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip; BATCHED_DATA,
+# BATCHED_WEIGHTS and BATCHED_METHODS its --data, --weights and --methods);
 # the tests (TESTS, default: the whole suite) get what is left.
 set -u
 OUT=${OUT:-/tmp/gpu_out}
@@ -45,8 +46,9 @@ echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
 
 # issue 17's GPU target: B = 100 bootstrap selections in under 5x the time of one (MNIST-5k, k = 50)
 if [ "${BATCHED_S:-60}" -gt 0 ]; then
-    timeout "${BATCHED_S:-60}" python3 benchmarks/bench_batched.py --devices cuda --tag cuda --data mnist \
-        --weights bootstrap --methods "${BATCHED_METHODS:-JMI,MRMR,CMIM}" --separate-runs 3 --out-dir "$OUT" > "$OUT/bench_batched.log" 2>&1
+    timeout "${BATCHED_S:-60}" python3 benchmarks/bench_batched.py --devices cuda --tag cuda --data "${BATCHED_DATA:-mnist}" \
+        --weights "${BATCHED_WEIGHTS:-bootstrap}" --methods "${BATCHED_METHODS:-JMI,MRMR,CMIM}" --separate-runs 3 \
+        --out-dir "$OUT" > "$OUT/bench_batched.log" 2>&1
     echo "[bench_batched rc $? at $(( $(date +%s) - T0 )) s]"
 fi
 

@@ -270,3 +270,19 @@ def test_matrix_free_needs_enough_rows_unless_forced(monkeypatch, device, dtype)
     assert not Incidence(many, torch.tensor([3, SCATTER_MAX_CARD + 1], device=device), dtype, kernel=True).matrix_free
     monkeypatch.setenv("TENSORPROB_KERNELS", "triton")
     assert Incidence(few, cards, dtype, kernel=True).matrix_free
+
+
+@pytest.mark.parametrize("code_dtype", [torch.int8, torch.int16, torch.int64])
+def test_flat_t_is_the_flat_index_transposed(code_dtype, device):
+    """The kernels' int32 codes (built in the codes' own dtype, offset in place) equal :meth:`Incidence.flat`
+    transposed, missing entries -1, for every chunk of the rows."""
+    g = torch.Generator().manual_seed(3)
+    cards = torch.tensor([1, 3, 7, 2, 5])
+    codes = torch.stack([torch.randint(0, int(c), (90,), generator=g) for c in cards], 1)
+    codes[torch.rand(codes.shape, generator=g) < 0.2] = -1
+    inc = Incidence(codes.to(code_dtype).to(device), cards.to(device), torch.float64, bytes_per_row=64, max_rows=31)
+    assert len(inc.ranges) == 3
+    for start, stop in inc.ranges:
+        got = inc.flat_t(start, stop)
+        assert got.dtype == torch.int32 and got.is_contiguous() and got.shape == (5, stop - start)
+        assert torch.equal(got.cpu(), inc.flat(start, stop).T.to(torch.int32).cpu())

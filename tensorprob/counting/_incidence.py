@@ -186,8 +186,8 @@ class Incidence:
         self._ones: dict = {}
         budget = get_config()["memory_budget"]
         # building a chunk makes a few (rows x N) int64 temporaries on top of what it stores
-        # (matrix-free: the int64 flat indices and their int32 transpose)
-        build = N * (12 if self.matrix_free else self._entry_bytes + vsz + 3 * 8)
+        # (matrix-free: the codes moved, their int32 transpose and its missing-entry mask; flat_t)
+        build = N * (4 + 1 + codes.element_size() if self.matrix_free else self._entry_bytes + vsz + 3 * 8)
         # the cache: the CSR indices (and the kernels' int32 copy), alive through every pass; kept
         # only when it leaves half the budget or more to the chunks, which are then sized to the
         # rest (with the shared vectors of ones, as long as the largest chunk). Before, the chunks
@@ -378,7 +378,12 @@ class Incidence:
         key = (start, stop)
         if key in self._flat_t:
             return self._flat_t[key]
-        out = self.flat(start, stop).T.to(torch.int32).contiguous()
+        # transposed in the codes' own (narrow) dtype, widened once to int32 and offset in place:
+        # about 4 + 1 + the codes' bytes per entry at the peak (the int64 flat indices, their
+        # offsets and a where took some 29)
+        out = self.codes[start:stop].to(self.device).T.to(torch.int32, memory_format=torch.contiguous_format)
+        missing = out < 0
+        out.add_(self.offsets.to(torch.int32)[:, None]).masked_fill_(missing, -1)
         if self.cached:
             self._flat_t[key] = out
         return out
