@@ -403,9 +403,13 @@ def test_per_sample_batch_within_a_tiny_memory_budget(N):
             tp.PDA(k=3, k1=2, k2=1).fit(X, y, resamples=W)
 
 
-def test_amd_batch_runs_as_one_state(monkeypatch, dtype):
-    """AMD's members share one (G, M, N) state, also when they pick different features at a step."""
+@pytest.mark.parametrize("member_index", [None, True, False])
+def test_amd_batch_runs_as_one_state(monkeypatch, dtype, member_index):
+    """AMD's members share one (G, M, N) state, also when they pick different features at a step;
+    the lookups by every member's own index (the GPU's way) and by a shared index per pick agree."""
     from tensorprob.selection import _pda
+
+    monkeypatch.setattr(_pda._JointArithmeticMeans, "member_index", member_index)
 
     made = []
     real = _pda._JointArithmeticMeans.__init__

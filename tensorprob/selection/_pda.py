@@ -267,52 +267,82 @@ class _JointArithmeticMeans:
         self.mean_log_p = torch.stack([c.mean_log_p for c in criteria]) if self.k1 == 0 else None
         self.n = [0] * G
 
-    def _blocks(self, width: int):
+    def _blocks(self, width: int, budget: int | None = None):
+        """Candidate ranges whose (width, M, candidates) temporaries fit ``budget`` (default a cache-sized block)."""
         M = max(1, self.codes.shape[0])
         return chunk_ranges(self.codes.shape[1], M * width * torch.finfo(self.dtype).bits // 8,
-                            block_budget(self.codes.device))
+                            block_budget(self.codes.device) if budget is None else budget)
 
     def update(self, picks: dict[int, int]) -> None:
         """Add each member's pick (member -> feature), a memory-sized chunk of members at a time.
 
         A chunk's tables against their own picks are one :meth:`BatchedSelectionData.count`,
-        their conditional tables one pass over the stack, and their lookups one gather per
-        candidate block (member b's index ``((i I + x_mi) I + x_{m j_b}) C + c_m``), added into
-        the members' slabs by one indexed add: a few operations per step, not per member.
+        their conditional tables one pass over the stack, and their lookups (member b's index
+        ``((i I + x_mi) I + x_{m j_b}) C + c_m``) are added into the members' slabs by indexed
+        adds: a few operations per step, not per member (see :meth:`_add_lookups`).
         """
         if not picks:
             return
         for b, j in picks.items():
             Criterion.update(self.criteria[b], j)
             self.n[b] += 1
-        I, C, M = self.I, self.C, self.codes.shape[0]
-        G = len(self.criteria)
+        I = self.I
         order = list(picks)
         size = max(1, self.batch._member_chunks(I)[0][1])
         for s in range(0, len(order), size):
             members = order[s:s + size]
             js = [picks[b] for b in members]
-            n = len(members)
             T = self.batch.count(members, js, I, stack=True)  # (n, N, I, I, C)
             T = T.reshape(-1, *T.shape[2:])  # (n * N, I, I, C): conditional_table works per leading index
-            dev = T.device
-            rows = None if n == G else torch.as_tensor(members, device=dev)
-            xj = self.codes[:, js].T.to(torch.int64, memory_format=torch.contiguous_format)  # (n, M): own picks
             for acc, marginal in ((self.num, False), (self.den, True)):
-                if acc is None:
-                    continue
-                P = conditional_table(T, marginalize_b=marginal).reshape(n, -1)  # (n, cells): one row per member
-                width = 1 if marginal else C
-                off = xj * width if marginal else xj * C + self.y[None, :]
-                for a, b in self._blocks(2 * n):  # the (n, M, block) index and values
-                    cand = self.codes[:, a:b].to(torch.int64, memory_format=torch.contiguous_format, copy=True)
-                    cand.add_((torch.arange(a, b, dtype=torch.int64, device=dev) * I)[None, :]).mul_(I * width)
-                    idx = cand[None] + off[:, :, None]  # (n, M, b - a)
-                    vals = P.gather(1, idx.view(n, -1)).view(n, M, b - a)
-                    if rows is None:
-                        acc[:, :, a:b].add_(vals)
-                    else:  # one indexed add (distinct members: the same additions as one by one)
-                        acc[:, :, a:b].index_add_(0, rows, vals)
+                if acc is not None:  # (n, cells): the members' conditional tables, one row each
+                    P = conditional_table(T, marginalize_b=marginal).reshape(len(members), -1)
+                    self._add_lookups(acc, P, members, js, marginal)
+
+    #: Whether :meth:`_add_lookups` gathers with every member's own index (None: on a GPU only).
+    member_index: bool | None = None
+
+    def _add_lookups(self, acc: torch.Tensor, P: torch.Tensor, members: list[int], js: list[int],
+                     marginal: bool) -> None:
+        """``acc[b] += P[b][index of b's pick at every (sample, candidate)]`` for the chunk's members.
+
+        On a GPU one gather per candidate block reads every member's own index (the members'
+        many small operations were the cost there); on the CPU the members that picked the same
+        feature share one index and one ``index_select`` per cache-sized block (the per-member
+        index of the gather, in blocks wide enough for its strided adds, measured 1.4x slower).
+        """
+        I, C, M, G = self.I, self.C, self.codes.shape[0], len(self.criteria)
+        width = 1 if marginal else C
+        dev = P.device
+        groups: dict[int, list[int]] = {}
+        for i, j in enumerate(js):
+            groups.setdefault(j, []).append(i)
+        own = dev.type != "cpu" if self.member_index is None else self.member_index
+        if own:
+            groups = {-1: list(range(len(members)))}  # one group: every member its own index
+            xj = self.codes[:, js].T.to(torch.int64, memory_format=torch.contiguous_format)  # (n, M)
+        for j, pos in groups.items():
+            n = len(pos)
+            rows = None if n == G else torch.as_tensor([members[i] for i in pos], device=dev)
+            sub = P if n == P.shape[0] else P.index_select(0, torch.as_tensor(pos, device=dev))
+            shared = j >= 0
+            x = self.codes[:, j].to(torch.int64)[None, :] if shared else xj
+            off = x * width if marginal else x * C + self.y[None, :]  # (1 or n, M)
+            for a, b in self._blocks(n if shared else 2 * n):
+                cand = self.codes[:, a:b].to(torch.int64, memory_format=torch.contiguous_format, copy=True)
+                cand.add_((torch.arange(a, b, dtype=torch.int64, device=dev) * I)[None, :]).mul_(I * width)
+                if shared:
+                    vals = sub.index_select(1, cand.add_(off[0][:, None]).view(-1))
+                else:
+                    vals = sub.gather(1, (cand[None] + off[:, :, None]).view(n, -1))
+                vals = vals.view(n, M, b - a)
+                if rows is None:
+                    acc[:, :, a:b].add_(vals)
+                elif shared:  # the CPU: one add per member (index_add_ into the strided slab: 3x slower)
+                    for i, p in enumerate(pos):
+                        acc[members[p], :, a:b].add_(vals[i])
+                else:  # one indexed add (distinct members: the same additions as one by one)
+                    acc[:, :, a:b].index_add_(0, rows, vals)
 
     def scores(self, active: list[int], first: list[bool]) -> torch.Tensor:
         if any(first[b] for b in active):  # the first pick: relevance, as a single run
