@@ -453,6 +453,9 @@ def sec_profile(args):
     Wb = np.random.default_rng(0).multinomial(len(yc), np.full(len(yc), 1.0 / len(yc)), size=100).T.astype(float)
     jobs["vmi_naive_batched100_mnist_k10"] = lambda: tp.VMI(k=10, q="naive", device=DEV).fit(Xc, yc, resamples=Wb)
     jobs["amd11_batched100_mnist_k10"] = lambda: tp.PDA(k=10, distribution="amd", device=DEV).fit(Xc, yc, resamples=Wb)
+    # the rank search of the em section (5 ranks x 5 folds, 30 iterations), whose batch is 1.7x 25 fits
+    jobs["rank_search_mnist"] = lambda: tp.select_rank(Xc, yc, ranks=(5, 10, 15, 20, 30), cv=5, random_state=0,
+                                                       n_iter_max=30, device=DEV)
     if not args.quick:
         P, py = planted()
         jobs["em_planted70k_10it"] = lambda: tp.fit_cpd(np.column_stack([P, py]), rank=20, device=DEV, n_iter_max=10,
@@ -473,6 +476,10 @@ def sec_profile(args):
                 sync()
             table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60)
             fh.write(f"\n===== {name}\n{table}\n")
+            # the host side (dispatch, Python, synchronizations), where a batch of small kernels spends its time
+            host = prof.key_averages(group_by_stack_n=0).table(sort_by="self_cpu_time_total", row_limit=25,
+                                                               max_name_column_width=60)
+            fh.write(f"\n===== {name} (by self CPU time)\n{host}\n")
             print(f"\n===== {name}\n" + "\n".join(table.splitlines()[:12]))
 
 
