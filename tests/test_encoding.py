@@ -299,3 +299,35 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
     assert fast.kinds_ == slow.kinds_
     for a, b in zip(fast.categories_, slow.categories_):
         assert (a is None and b is None) or (np.array_equal(a, b) and a.dtype == b.dtype)
+
+
+def test_text_columns_factorized_as_keyed_one_by_one(monkeypatch):
+    """Columns of strings (or bytes) are factorized by pandas; the categories, codes, transform and its
+    unseen-value error equal those of keying every entry in Python (pandas' check turned off)."""
+    from tensorprob.encoding import _encode
+
+    rng = np.random.default_rng(0)
+    words = np.array(["b", "a", "", "won", "nowin", "é"], dtype=object)
+    text = words[rng.integers(0, 6, 300)]
+    text[::7] = np.str_("a")  # NumPy's str subclass is the same category
+    raw = np.array([b"x", b"y"], dtype=object)[rng.integers(0, 2, 300)]
+    mixed = text.copy()
+    mixed[::11] = None  # missing entries: the Python path
+    X = np.column_stack([text, raw, mixed])
+    fast = tp.encoding.Encoder().fit(X)
+    new = X[:40].copy()
+    got = fast.transform(new)
+    with pytest.raises(ValueError, match="not seen when fitting: 'zzz'"):
+        fast.transform(np.column_stack([np.array(["zzz"] + ["a"] * 4, dtype=object), raw[:5], text[:5]]))
+    monkeypatch.setattr(pd.api.types, "infer_dtype", lambda values, skipna=True: "mixed")
+    slow = tp.encoding.Encoder().fit(X)
+    for a, b in zip(fast.categories_, slow.categories_):
+        assert list(a) == list(b)
+    np.testing.assert_array_equal(fast.transform(X), slow.transform(X))
+    np.testing.assert_array_equal(got, slow.transform(new))
+    assert (got[::11, 2] == -1).all() and (got[:, 0] >= 0).all()
+    with pytest.raises(ValueError, match="not seen when fitting: 'zzz'"):
+        slow.transform(np.column_stack([np.array(["zzz"] + ["a"] * 4, dtype=object), raw[:5], text[:5]]))
+    inverse, keys, firsts = _encode._object_categories(text)
+    assert [k[0] for k in keys] == ["str"] * len(keys) and len(keys) == 6
+    np.testing.assert_array_equal(np.asarray(firsts, dtype=object)[inverse], text)

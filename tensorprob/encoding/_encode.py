@@ -128,6 +128,8 @@ def _is_missing(values: np.ndarray) -> np.ndarray:
         except ImportError:  # pragma: no cover - pandas comes with the data extras
             return np.fromiter((v is None or (isinstance(v, float) and v != v) or _is_pd_na(v) for v in values),
                                dtype=bool, count=values.size)
+        if pd.api.types.infer_dtype(values, skipna=False) in ("string", "bytes"):  # text only: none missing
+            return np.zeros(values.shape, dtype=bool)
         return np.asarray(pd.isna(values), dtype=bool)
     return np.zeros(values.shape, dtype=bool)
 
@@ -157,6 +159,53 @@ def _key(v: Any) -> tuple[str, Any]:
     elif g == "bool":
         v = bool(v)
     return g, v
+
+
+def _object_categories(vals: np.ndarray) -> tuple[np.ndarray, list, list]:
+    """The distinct category keys of an object array (no missing entries) and where each entry falls.
+
+    Returns ``(inverse, keys, firsts)``: int64 positions of the entries in ``keys`` (the distinct
+    :func:`_key` values, in order of first appearance) and the first value seen of each key.
+    Columns of strings only (or bytes only), the common case of categorical data read from text,
+    are factorized by pandas when it is installed; other columns key each entry in Python.
+
+    Raises
+    ------
+    TypeError
+        On unhashable values.
+    """
+    group = None
+    if vals.size:
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas comes with the data extras
+            pd = None
+        if pd is not None:
+            group = {"string": "str", "bytes": "bytes"}.get(pd.api.types.infer_dtype(vals, skipna=False))
+    if group is not None:
+        inverse, uniq = pd.factorize(vals)
+        return inverse.astype(np.int64, copy=False), [(group, u) for u in uniq], list(uniq)
+    index: dict = {}
+    keys: list = []
+    firsts: list = []
+    inverse = np.empty(vals.size, dtype=np.int64)
+    for i, v in enumerate(vals):
+        kv = _key(v)
+        pos = index.get(kv)
+        if pos is None:
+            pos = index[kv] = len(keys)
+            keys.append(kv)
+            firsts.append(v)
+        inverse[i] = pos
+    return inverse, keys, firsts
+
+
+def _unhashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return True
+    return False
 
 
 def _missing_keys(missing_values: Any) -> set:
@@ -698,15 +747,12 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             elif kind == "O":
                 vals = col[~miss]
                 try:
-                    keys = [_key(v) for v in vals]
-                    table = {}
-                    for v, kv in zip(vals, keys):
-                        table.setdefault(kv, v)
+                    inverse, keys, firsts = _object_categories(vals)
                 except TypeError as exc:
                     raise TypeError(f"column {names[j]!r} holds unhashable values ({exc})") from None
-                index = self._add_categories(table, names[j], limit, kinds, cats, lookup)
+                index = self._add_categories(dict(zip(keys, firsts)), names[j], limit, kinds, cats, lookup)
                 codes[:, j] = -1
-                codes[~miss, j] = np.fromiter((index[kv] for kv in keys), dtype=np.int64, count=len(keys))
+                codes[~miss, j] = np.asarray([index[kv] for kv in keys], dtype=np.int64)[inverse]
             else:
                 raise TypeError(f"column {names[j]!r} has unsupported dtype {col.dtype}")
         self.discretizer_ = None
@@ -799,13 +845,11 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 elif col.dtype.kind in "bUSMm":
                     summaries.append(("plain", np.unique(vals)))
                 elif col.dtype.kind == "O":
-                    table: dict = {}
                     try:
-                        for v in vals:
-                            table.setdefault(_key(v), v)
+                        _, keys, firsts = _object_categories(vals)
                     except TypeError as exc:
                         raise TypeError(f"column {j} holds unhashable values ({exc})") from None
-                    summaries.append(("object", table))
+                    summaries.append(("object", dict(zip(keys, firsts))))
                 else:
                     raise TypeError(f"column {j} has unsupported dtype {col.dtype}")
             sig = (len(cols), names, [c.dtype.kind for c in _columns(X)[0]], list(pandas_cat))
@@ -878,8 +922,8 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                         table.setdefault(kv, v)
                 index = self._add_categories(table, names[j], limit, kinds, cats, lookup)
                 codes[:, j] = -1
-                vals = col[~miss]
-                codes[~miss, j] = np.fromiter((index[_key(v)] for v in vals), dtype=np.int64, count=len(vals))
+                inverse, keys, _ = _object_categories(col[~miss])
+                codes[~miss, j] = np.asarray([index[kv] for kv in keys], dtype=np.int64)[inverse]
         self.discretizer_ = None
         if cont_idx:
             if self.discretizer is None:
@@ -993,13 +1037,16 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             vals = col[~miss]
             table = self._lookup[j]
             if table is not None:
-                pos = np.empty(vals.shape[0], dtype=np.int64)
-                for i, v in enumerate(vals):
-                    try:
-                        pos[i] = table[_key(v)]
-                    except (KeyError, TypeError):
-                        raise ValueError(f"column {self.feature_names_[j]!r} has a value not seen when fitting: "
-                                         f"{v!r}") from None
+                try:
+                    inverse, keys, firsts = _object_categories(vals)
+                    known = [table.get(kv, -1) for kv in keys]
+                except TypeError:  # unhashable: a value no fit can have seen (named below)
+                    known, firsts = None, [next(v for v in vals if _unhashable(v))]
+                if known is None or -1 in known:
+                    v = firsts[0 if known is None else known.index(-1)]
+                    raise ValueError(f"column {self.feature_names_[j]!r} has a value not seen when fitting: "
+                                     f"{v!r}") from None
+                pos = np.asarray(known, dtype=np.int64)[inverse]
             else:
                 try:
                     pos = np.searchsorted(cat, vals).clip(0, len(cat) - 1)
