@@ -228,6 +228,18 @@ class SampleMeanCriterion(Criterion):
         return out / d.log_base
 
 
+def _candidate_blocks(codes: torch.Tensor, dtype: torch.dtype, width: int):
+    """Candidate ranges of ``codes`` (M, N) whose (width, M, candidates) temporaries fit one cache-sized block."""
+    M = max(1, codes.shape[0])
+    return chunk_ranges(codes.shape[1], M * width * torch.finfo(dtype).bits // 8, block_budget(codes.device))
+
+
+def _value_rows(codes: torch.Tensor, a: int, b: int, I: int) -> torch.Tensor:
+    """Index ``i * I + x_mi`` of every (sample, candidate a..b) into per-(candidate, value) tables: (M, b - a), int64."""
+    idx = codes[:, a:b].to(torch.int64, memory_format=torch.contiguous_format, copy=True)
+    return idx.add_((torch.arange(a, b, dtype=torch.int64, device=idx.device) * I)[None, :])
+
+
 class _JointArithmeticMeans:
     """The AMD criteria of a batch (orders k1, k2 <= 1) scored and updated together.
 
@@ -267,11 +279,8 @@ class _JointArithmeticMeans:
         self.mean_log_p = torch.stack([c.mean_log_p for c in criteria]) if self.k1 == 0 else None
         self.n = [0] * G
 
-    def _blocks(self, width: int, budget: int | None = None):
-        """Candidate ranges whose (width, M, candidates) temporaries fit ``budget`` (default a cache-sized block)."""
-        M = max(1, self.codes.shape[0])
-        return chunk_ranges(self.codes.shape[1], M * width * torch.finfo(self.dtype).bits // 8,
-                            block_budget(self.codes.device) if budget is None else budget)
+    def _blocks(self, width: int):
+        return _candidate_blocks(self.codes, self.dtype, width)
 
     def update(self, picks: dict[int, int]) -> None:
         """Add each member's pick (member -> feature), a memory-sized chunk of members at a time.
@@ -323,26 +332,24 @@ class _JointArithmeticMeans:
             xj = self.codes[:, js].T.to(torch.int64, memory_format=torch.contiguous_format)  # (n, M)
         for j, pos in groups.items():
             n = len(pos)
-            rows = None if n == G else torch.as_tensor([members[i] for i in pos], device=dev)
             sub = P if n == P.shape[0] else P.index_select(0, torch.as_tensor(pos, device=dev))
             shared = j >= 0
             x = self.codes[:, j].to(torch.int64)[None, :] if shared else xj
             off = x * width if marginal else x * C + self.y[None, :]  # (1 or n, M)
             for a, b in self._blocks(n if shared else 2 * n):
-                cand = self.codes[:, a:b].to(torch.int64, memory_format=torch.contiguous_format, copy=True)
-                cand.add_((torch.arange(a, b, dtype=torch.int64, device=dev) * I)[None, :]).mul_(I * width)
+                cand = _value_rows(self.codes, a, b, I).mul_(I * width)
                 if shared:
                     vals = sub.index_select(1, cand.add_(off[0][:, None]).view(-1))
                 else:
                     vals = sub.gather(1, (cand[None] + off[:, :, None]).view(n, -1))
                 vals = vals.view(n, M, b - a)
-                if rows is None:
+                if n == G:
                     acc[:, :, a:b].add_(vals)
                 elif shared:  # the CPU: one add per member (index_add_ into the strided slab: 3x slower)
                     for i, p in enumerate(pos):
                         acc[members[p], :, a:b].add_(vals[i])
                 else:  # one indexed add (distinct members: the same additions as one by one)
-                    acc[:, :, a:b].index_add_(0, rows, vals)
+                    acc[:, :, a:b].index_add_(0, torch.as_tensor(members, device=dev), vals)
 
     def scores(self, active: list[int], first: list[bool]) -> torch.Tensor:
         if any(first[b] for b in active):  # the first pick: relevance, as a single run
@@ -415,8 +422,8 @@ class _JointNaiveBounds:
         G = len(criteria)
         self.own = torch.empty(G, N, dtype=self.dtype, device=dev)
         flat = self.lpc.view(G, -1)
-        for a, b in self._blocks(G, 2):
-            idx = (self._rows(a, b) * self.C + self.y[:, None]).view(-1)
+        for a, b in _candidate_blocks(codes, self.dtype, 2 * G):
+            idx = (_value_rows(codes, a, b, self.I) * self.C + self.y[:, None]).view(-1)
             v = flat.index_select(1, idx).view(G, M, b - a)
             v = torch.where(self.pos[:, :, None], v, torch.zeros((), dtype=self.dtype, device=dev))
             self.own[:, a:b] = torch.bmm(self.Wt[:, None, :], v)[:, 0]
@@ -425,16 +432,6 @@ class _JointNaiveBounds:
     #: a class sum at most this many ``tiny`` is recomputed exactly (as in :meth:`VariationalState.bounds`)
     _underflow = 1e3
 
-    def _blocks(self, n: int, per_entry: int):
-        """Candidate ranges whose (n, M, candidates) temporaries (``per_entry`` values each) fit one block."""
-        M = max(1, self.codes.shape[0])
-        return chunk_ranges(self.codes.shape[1], n * M * per_entry * torch.finfo(self.dtype).bits // 8,
-                            block_budget(self.codes.device))
-
-    def _rows(self, a: int, b: int) -> torch.Tensor:
-        """Row index ``i * I + x_mi`` of every (sample, candidate a..b) into the (N * I, C) tables: (M, b - a), int64."""
-        idx = self.codes[:, a:b].to(torch.int64, memory_format=torch.contiguous_format, copy=True)
-        return idx.add_((torch.arange(a, b, dtype=torch.int64, device=idx.device) * self.I)[None, :])
 
     def _restarted(self) -> None:
         """Members whose chain the restart rule dropped since the last look: their base back to 0."""
@@ -471,8 +468,8 @@ class _JointNaiveBounds:
         shift = torch.bmm(Wt[:, None, :], torch.where(pos, own_base, zero)[:, :, None])[:, 0, 0]  # (n,)
         tiny = torch.finfo(self.dtype).tiny
         lsum = torch.empty(n, N, dtype=self.dtype, device=dev)
-        for a, c in self._blocks(n, I + 2):  # the product (I values per candidate), its gather and log
-            rows = self._rows(a, c)  # (M, c - a)
+        for a, c in _candidate_blocks(self.codes, self.dtype, n * (I + 2)):  # the product (I per candidate), gather, log
+            rows = _value_rows(self.codes, a, c, I)  # (M, c - a)
             Q = torch.bmm(E, p_t[:, :, a * I:c * I])  # (n, M, (c - a) * I)
             lse = torch.gather(Q, 2, (rows - a * I)[None].expand(n, -1, -1))  # (n, M, c - a)
             bad = (lse <= tiny * self._underflow) & pos[:, :, None]
