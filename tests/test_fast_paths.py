@@ -290,3 +290,100 @@ def test_seeded_marginal_entropies_equal_the_tables_own(classes, dtype):
     assert "h_x" not in vars(SelectionData(Xm, I, y, C, dtype=dtype).pair_information(2, classes=classes))
     w = torch.ones(M, dtype=torch.float64)
     assert "h_x" not in vars(SelectionData(X, I, y, C, dtype=dtype, weights=w).pair_information(2, classes=classes))
+
+
+_PAIR_QUANTITIES = ("mi_x_a", "h_xa", "h_x", "h_a", "mi_xa_b", "cmi_x_b_given_a", "cmi_x_a_given_b", "h_xab")
+
+
+@pytest.mark.parametrize("path", ["keyed", "keyed32", "grouped", "bincount", "bitsets", "missing", "weighted",
+                                  "streamed"])
+@pytest.mark.parametrize("classes", [True, False])
+def test_open_candidates_tables_equal_every_columns(path, classes, monkeypatch, dtype):
+    """Once a quarter of the features are retired, a step counts only the open ones: their quantities are
+    the same floats as those of a count of every column (each branch of the count), the retired read 0."""
+    rng = np.random.default_rng(21)
+    M, N, I, C = 700, 16, 3 if path == "bitsets" else 6, 3 if path != "keyed32" else 400
+    X = rng.integers(-1 if path == "missing" else 0, I, (M, N)).astype(np.int8)
+    y = rng.integers(0, C, M)
+    X[:, 4] = X[:, 1]  # a duplicate column
+    weights = torch.as_tensor(rng.poisson(1.0, M).astype(np.float64)) if path == "weighted" else None
+    force_grouped(monkeypatch, path == "grouped")
+    if path not in ("keyed", "keyed32"):  # every other branch: the keys are not made
+        monkeypatch.setattr(SelectionData, "_pair_base", lambda self, classes: None)
+    if path != "bitsets":
+        monkeypatch.setattr(SelectionData, "_bitsets", lambda self: None)
+
+    def data():
+        if path != "streamed":
+            return SelectionData(torch.as_tensor(X), I, torch.as_tensor(y), C, dtype=dtype, weights=weights)
+        from tensorprob.counting._spill import SpilledRows
+        stream = SpilledRows(M, N, X.dtype, y.dtype, False, block_rows=128)
+        stream.append(X, y, None)
+        streams.append(stream)
+        return SelectionData(torch.empty(0, N, dtype=torch.int8), I, torch.empty(0, dtype=torch.int64), C,
+                             dtype=dtype, stream=stream)
+
+    streams = []
+    full, part = data(), data()
+    retired = [3, 9, 1, 12, 0]
+    for j in retired:
+        part.retire(j)
+    open_ = np.setdiff1d(np.arange(N), retired)
+    assert part._open_columns() is not None and np.array_equal(part._open_columns(), open_)
+    for j in (3, 7, 15):
+        a, b = part.pair_information(j, classes=classes), full.pair_information(j, classes=classes)
+        if path in ("keyed", "keyed32"):
+            assert part._base[classes] is not None
+        if path == "bitsets" and not classes:
+            assert part._bits is not False
+        for name in (_PAIR_QUANTITIES if classes else _PAIR_QUANTITIES[:4]):
+            va, vb = getattr(a, name), getattr(b, name)
+            assert va.shape == (N,) and va.dtype == vb.dtype, name
+            assert torch.equal(va[open_], vb[open_]), name
+            assert not va[retired].any(), name
+    # few retired: every column is counted
+    few = data()
+    few.retire(2)
+    assert few._open_columns() is None
+    for stream in streams:
+        stream.close()
+
+
+def test_keyed_counts_equal_joint_table(dtype):
+    """The per-run keys (int16 when every table's cells fit, int32 otherwise) count what joint_table counts."""
+    rng = np.random.default_rng(5)
+    for M, N, I, C in [(500, 10, 4, 3), (300, 30, 9, 15)]:  # 480 and 36,450 bins with the class: int16, int32
+        X = torch.as_tensor(rng.integers(0, I, (M, N)).astype(np.int8))
+        y = torch.as_tensor(rng.integers(0, C, M))
+        d = SelectionData(X, I, y, C, dtype=dtype)
+        for classes in (False, True):
+            for j in (0, N - 1):
+                got = d._keyed_counts(j, None, classes)
+                ref = joint_table(X, I, X[:, j], I, y if classes else None, C if classes else 1, dtype=dtype)
+                assert got.dtype == dtype and torch.equal(got, ref)
+                cols = np.array([1, 4, N - 2])
+                assert torch.equal(d._keyed_counts(j, cols, classes), ref[torch.from_numpy(cols)])
+        assert d._base[False].dtype == np.int16
+    assert d._base[True].dtype == np.int32
+    # over a quarter of the memory budget: no keys, the caller counts by joint_table
+    with tp.config_context(memory_budget=2**16):  # the int32 keys, 36,000 bytes, over a quarter
+        assert SelectionData(X, I, y, C, dtype=dtype)._keyed_counts(0, None, True) is None
+
+
+@pytest.mark.parametrize("method", _CLASSIC)
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_selections_equal_counting_every_column(method, missing, monkeypatch, dtype):
+    """Every classic selector picks the same features with the same scores whether a step counts only the
+    open candidates or every column (k close to N, the all-pairs pass off)."""
+    from tensorprob.counting import _selection
+    X, y = _data(missing, seed=6)
+    kw = dict(k=13, device="cpu", dtype=dtype)
+    if missing:
+        kw["discretizer"] = None
+    monkeypatch.setattr(SelectionData, "plan", lambda self, k, classes=True: None)
+    fits = []
+    for fraction in (0.75, 0.0):  # 0: never restricted
+        monkeypatch.setattr(_selection, "OPEN_FRACTION", fraction)
+        fits.append(get_selector(method)(**kw).fit(X, y))
+    np.testing.assert_array_equal(fits[0].selected_, fits[1].selected_)
+    np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)

@@ -310,6 +310,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
         if not criterion.accept(j, value):
             continue
         first = False
+        data.retire(j)  # later tables need not count it
         criterion.update(j)
         if mask is available:  # a device mask: fill a view (an item assignment copies a host scalar)
             mask.narrow(0, j, 1).fill_(False)
