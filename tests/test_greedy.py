@@ -76,6 +76,25 @@ def test_static_order_equals_stepping_the_pick(dtype):
             avail[j] = False
         got = static_order(s.numpy().astype(np.float64), a.numpy(), k, tol)
         assert got == want, trial
+    # distinct values (the sort is the order, no stepping), now and then two within the tie window
+    # or a NaN / -inf: the steps decide
+    for trial in range(300):
+        n = int(rng.integers(1, 40))
+        s = torch.as_tensor(rng.normal(size=n), dtype=dtype)
+        if trial % 3 == 0 and n > 2:
+            i, j = rng.choice(n, 2, replace=False)
+            s[j] = s[i] * (1 + tol / 2 * (trial % 2))
+        if trial % 7 == 0:
+            s[int(rng.integers(0, n))] = float(rng.choice([np.nan, -np.inf]))
+        a = torch.as_tensor(rng.random(n) < 0.9)
+        a[int(rng.integers(0, n))] = True
+        k = int(rng.integers(1, int(a.sum()) + 1))
+        want, avail = [], a.clone()
+        for _ in range(k):
+            j, _v, _ = _pick(s, avail)
+            want.append(j)
+            avail[j] = False
+        assert static_order(s.numpy().astype(np.float64), a.numpy(), k, tol) == want, trial
 
 
 def test_mim_takes_the_static_order_with_held_columns(dtype):

@@ -1245,8 +1245,8 @@ def encode_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     if miss.any():
         raise ValueError(f"{name} contains {int(miss.sum())} missing label(s) (NaN/None), first at position "
                          f"{int(np.flatnonzero(miss)[0])}")
-    try:
-        classes, codes = np.unique(y, return_inverse=True)
+    try:  # integers: by counting when their range is small (no sort); the same classes and codes
+        classes, codes = _unique_inverse(y) if y.dtype.kind in "iu" else np.unique(y, return_inverse=True)
     except TypeError:
         classes, codes = np.unique(y.astype(str), return_inverse=True)
     return codes.ravel().astype(np.int64), classes

@@ -239,6 +239,12 @@ def static_order(values: np.ndarray, available: np.ndarray, k: int, tol: float) 
     v = np.where(np.isnan(values[cand]), -math.inf, values[cand])
     pos = np.lexsort((cand, -v))  # decreasing value, then increasing index
     order, neg = cand[pos], -v[pos]  # neg: increasing
+    # no tie among the first k + 1 (each value above the next one's tie window): the sort is the order
+    m = min(k + 1, order.size)
+    head = -neg[:m - 1]
+    with np.errstate(invalid="ignore"):  # -inf - -inf: NaN, not above: the loop below
+        if bool(np.all(head - (-neg[1:m]) > tol * np.maximum(np.abs(head), 1.0))):
+            return order[:min(k, order.size)].tolist()
     taken = np.zeros(order.size, dtype=bool)
     picks, head = [], 0
     for _ in range(min(k, order.size)):
