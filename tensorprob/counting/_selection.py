@@ -654,16 +654,9 @@ class SelectionData:
         candidates only. Left as is with missing entries or weights (observed fractions, float
         sums), or for other than one table per candidate.
         """
-        if self._marginals is None:
-            ok = self.n_rows is None and not self._weighted
-            if ok:
-                c = table_information(self.class_table, self.log_base)
-                self._marginals = {"h_x": c.h_x, "h_b": c.h_b, "h_xb": c.h_xb}
-            else:
-                self._marginals = False
-        m = self._marginals
+        m = self.marginal_entropies()
         N = self.n_features if cols is None else cols.size
-        if m is False or info.T.shape[0] != N:
+        if m is None or info.T.shape[0] != N:
             return info
         pick = (lambda v: v) if cols is None else (lambda v: v[torch.from_numpy(cols).to(v.device)])
         known = info.__dict__  # where the cached properties keep their values
@@ -671,6 +664,20 @@ class SelectionData:
         if classes:
             known["h_b"], known["h_xb"], known["h_ab"] = pick(m["h_b"]), pick(m["h_xb"]), m["h_xb"][j].expand(N)
         return info
+
+    def marginal_entropies(self) -> dict[str, torch.Tensor] | None:
+        """``h_x``, ``h_b``, ``h_xb`` (N,) of the class table, computed once; None with missing entries or weights.
+
+        The pair-independent entropies of every (x_c, x_j, class) table (see :meth:`_seeded`):
+        ``h_a`` of a pair is ``h_x[j]`` and ``h_ab`` is ``h_xb[j]``, bit for bit.
+        """
+        if self._marginals is None:
+            if self.n_rows is None and not self._weighted:
+                c = table_information(self.class_table, self.log_base)
+                self._marginals = {"h_x": c.h_x, "h_b": c.h_b, "h_xb": c.h_xb}
+            else:
+                self._marginals = False
+        return self._marginals or None
 
     def _bitsets(self) -> np.ndarray | None:
         """The (candidate, value) bitsets over the rows, (N, I, ceil(M / 64)) uint64, built once; None where not used.

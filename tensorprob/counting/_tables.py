@@ -577,7 +577,8 @@ def _axis_sum(a: np.ndarray, axis: int, dtype: type | None = None) -> np.ndarray
     return out
 
 
-def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0) -> np.ndarray | None:
+def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
+                          known: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
     """``getattr(table_information(T, scale), name)`` of integer counts T (n, I, A, B) of complete data, in NumPy.
 
     The same float64 operations in the same order as :class:`TableInformation`'s lookup path
@@ -598,6 +599,10 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0) -> np.nd
         One of ``mi_x_a``, ``mi_x_b``, ``cmi_x_a_given_b``, ``cmi_x_b_given_a``, ``mi_xa_b``.
     scale : float, default=1.0
         Divisor of the entropies (``log 2``: bits).
+    known : dict, optional
+        Entropies (n,) already known by name (``h_a``, ...), used instead of computing them:
+        values from the same operations on margins of the same integers (for example
+        :meth:`~tensorprob.counting.SelectionData.marginal_entropies`) keep the result's bits.
 
     Returns
     -------
@@ -629,6 +634,8 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0) -> np.nd
     dims_of = {v: k for k, v in _NAMES.items()}
 
     def h(entropy: str) -> np.ndarray:
+        if known is not None and entropy in known:
+            return known[entropy]
         rows = L.take(margin(tuple(sorted(dims_of[c] for c in entropy[2:]))).reshape(n, -1))
         rows = np.repeat(rows, 2, axis=0) if n == 1 else rows  # a threaded sum may split a lone row
         s = Lt - torch.from_numpy(rows).sum(1).numpy()[:n]

@@ -207,7 +207,9 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tens
         c, j = cand[s:e], sel[s:e]
         if class_t is not None:
             T = _pair_class_counts(codes_t.numpy(), class_t, c.numpy(), j.numpy(), I, C)
-            v = information_of_counts(T, "cmi_x_b_given_a", d.log_base)
+            m = d.marginal_entropies()  # h(x_j) and h(x_j, class): the selected feature's, from the class table
+            known = None if m is None else {"h_a": m["h_x"].numpy()[j.numpy()], "h_ab": m["h_xb"].numpy()[j.numpy()]}
+            v = information_of_counts(T, "cmi_x_b_given_a", d.log_base, known)
             if v is not None:
                 out[s:e] = torch.from_numpy(v)
                 continue
@@ -259,14 +261,18 @@ def _pair_class_counts(ct: np.ndarray, class_t: np.ndarray, c: np.ndarray, j: np
     """
     P, M = c.size, ct.shape[1]
     per = I * I * C
-    out = np.empty((P, per), dtype=np.intp)
+    out = np.empty((P, per), dtype=np.int64)
     step = max(1, _KEY_BLOCK // max(1, M))
+    # int32 keys counted by torch's bincount: 1.5x faster than NumPy's on intp keys (20,000
+    # pairs of 200 rows: 8.8 against 13.4 ms); intp where a block's cells pass int32
+    kt = np.int32 if min(step, P) * per < 2**31 else np.int64
     for s in range(0, P, step):
         cc, jj = c[s:s + step], j[s:s + step]
-        key = np.multiply(ct[cc], I * C, dtype=np.intp)  # intp: the bincount's own index type, no converted copy
+        key = np.multiply(ct[cc], I * C, dtype=kt)
         key += class_t[jj]
-        key += (np.arange(cc.size, dtype=np.intp) * per)[:, None]
-        out[s:s + cc.size] = np.bincount(key.reshape(-1), minlength=cc.size * per).reshape(cc.size, per)
+        key += (np.arange(cc.size, dtype=kt) * per)[:, None]
+        counts = torch.bincount(torch.from_numpy(key.reshape(-1)), minlength=cc.size * per)
+        out[s:s + cc.size] = counts.numpy().reshape(cc.size, per)
     return out.reshape(P, I, I, C)
 
 
