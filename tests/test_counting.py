@@ -253,6 +253,15 @@ def test_information_of_counts_is_table_information_bit_for_bit(shape):
             got = information_of_counts(T, name, scale)
             np.testing.assert_array_equal(got, getattr(info, name).numpy(), err_msg=name)
             assert got[0] == 0.0
+    # entropies known beforehand (the class table's, for CMIM's pairs) and a known total: the same bits
+    full = (T[1:] if shape[0] > 1 else T).copy()
+    tot = full.reshape(len(full), -1).sum(1)
+    full.reshape(len(full), -1)[:, 0] += tot.max() - tot  # every table's total the same
+    info = table_information(torch.as_tensor(full, dtype=torch.float64))
+    for name in ("cmi_x_b_given_a", "mi_xa_b"):
+        known = {"h_a": info.h_a.numpy(), "h_ab": info.h_ab.numpy(), "h_b": info.h_b.numpy()}
+        got = information_of_counts(full, name, 1.0, known, total=int(full[0].sum()))
+        np.testing.assert_array_equal(got, getattr(info, name).numpy(), err_msg=name)
     # a total beyond the lookup table: left to table_information (None)
     big = np.zeros((2, 2, 2, 2), dtype=np.int64)
     big[:, 0, 0, 0] = _XLOGX_MAX + 1

@@ -578,7 +578,7 @@ def _axis_sum(a: np.ndarray, axis: int, dtype: type | None = None) -> np.ndarray
 
 
 def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
-                          known: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
+                          known: dict[str, np.ndarray] | None = None, total: int | None = None) -> np.ndarray | None:
     """``getattr(table_information(T, scale), name)`` of integer counts T (n, I, A, B) of complete data, in NumPy.
 
     The same float64 operations in the same order as :class:`TableInformation`'s lookup path
@@ -603,6 +603,9 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
         Entropies (n,) already known by name (``h_a``, ...), used instead of computing them:
         values from the same operations on margins of the same integers (for example
         :meth:`~tensorprob.counting.SelectionData.marginal_entropies`) keep the result's bits.
+    total : int, optional
+        Every table's total, when the caller knows it (complete rows, unweighted: the rows);
+        None sums it.
 
     Returns
     -------
@@ -626,7 +629,7 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
             margins[dims] = m
         return m
 
-    t = margin((1,)).sum(1)
+    t = margin((1,)).sum(1) if total is None else np.full(n, int(total), dtype=np.int64)
     if int(t.max()) > _XLOGX_MAX:
         return None
     L = _xlogx(int(t.max()), torch.device("cpu")).numpy()

@@ -48,7 +48,7 @@ from .._config import get_config
 from .._device import chunk_ranges
 from .._docstrings import fill_doc
 from ..counting import SelectionData, joint_table, table_information
-from ..counting._tables import information_of_counts
+from ..counting._tables import _XLOGX_MAX, information_of_counts
 from ._base import GreedySelector
 from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion, tie_tolerance
@@ -195,25 +195,22 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tens
     tables then cost a few NumPy calls each instead of some 60 small torch operations in all.
     """
     d = data
+    if class_t is None:
+        class_t = pair_class_codes(d, codes_t)
+    if class_t is not None:
+        v = _pair_cmi_numpy(d, codes_t.numpy(), class_t, cand.numpy(), sel.numpy())
+        if v is not None:
+            return torch.from_numpy(v)
     I, M, C = d.max_card, d.budget_rows, d.n_classes  # distributed: chunks sized alike on every rank
     complete = d.complete
     out = torch.empty(cand.numel(), dtype=torch.float64, device=d.codes.device)
-    if class_t is None:
-        class_t = pair_class_codes(d, codes_t)
     # per pair: NumPy, its table and the lookups of its entropies (the keys go in blocks of
     # _KEY_BLOCK); torch, the two gathered columns and their code, each M integers
     per_pair = 48 * I * I * C if class_t is not None else 3 * max(M, 1) * _pair_itype(I).itemsize
     for s, e in chunk_ranges(cand.numel(), per_pair, get_config()["memory_budget"]):
         c, j = cand[s:e], sel[s:e]
-        if class_t is not None:
-            T = _pair_class_counts(codes_t.numpy(), class_t, c.numpy(), j.numpy(), I, C)
-            m = d.marginal_entropies()  # h(x_j) and h(x_j, class): the selected feature's, from the class table
-            known = None if m is None else {"h_a": m["h_x"].numpy()[j.numpy()], "h_ab": m["h_xb"].numpy()[j.numpy()]}
-            v = information_of_counts(T, "cmi_x_b_given_a", d.log_base, known)
-            if v is not None:
-                out[s:e] = torch.from_numpy(v)
-                continue
-            T = torch.from_numpy(T)
+        if class_t is not None:  # tables past the lookups' range: their logarithms, in torch
+            T = torch.from_numpy(_pair_class_counts(codes_t.numpy(), class_t, c.numpy(), j.numpy(), I, C))
         else:
             def tables(codes, y, w, dtype, c=c, j=j):
                 ct = pair_codes(codes, I) if codes_t is None else codes_t
@@ -228,6 +225,30 @@ def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tens
             T = T.repeat(2, 1, 1, 1)
         info = table_information(T.view(T.shape[0], I, I, C), d.log_base, d.n_rows)
         out[s:e] = info.cmi_x_b_given_a[: e - s]
+    return out
+
+
+def _pair_cmi_numpy(d: SelectionData, ct: np.ndarray, class_t: np.ndarray, cand: np.ndarray,
+                    sel: np.ndarray) -> np.ndarray | None:
+    """:func:`pair_cmi` of complete, unweighted rows in NumPy (``class_t`` given), float64 (P,); None past the lookups.
+
+    Every table's total is the number of rows, and ``h(x_j)``, ``h(x_j, class)`` are the
+    selected feature's entropies of the class table
+    (:meth:`~tensorprob.counting.SelectionData.marginal_entropies`, the values the eager step
+    seeds): per pair only the (x_c, x_j) and (x_c, x_j, class) entropies are computed. A
+    lazy round costs a few NumPy calls (about 0.1 ms fixed; the arcene shape makes some 70
+    rounds in a selection of 50).
+    """
+    I, C, M = d.max_card, d.n_classes, int(ct.shape[1])
+    m = d.marginal_entropies()
+    if m is None or M > _XLOGX_MAX:
+        return None
+    h_x, h_xb = m["h_x"].numpy(), m["h_xb"].numpy()
+    out = np.empty(cand.size, dtype=np.float64)
+    for s, e in chunk_ranges(cand.size, 48 * I * I * C, get_config()["memory_budget"]):
+        c, j = cand[s:e], sel[s:e]
+        T = _pair_class_counts(ct, class_t, c, j, I, C)
+        out[s:e] = information_of_counts(T, "cmi_x_b_given_a", d.log_base, {"h_a": h_x[j], "h_ab": h_xb[j]}, total=M)
     return out
 
 
@@ -302,17 +323,20 @@ class CMIMCriterion(_SumsCriterion):
         :func:`pair_cmi`). ``"auto"``: lazy on the CPU when a step's work reaches
         :data:`LAZY_MIN_WORK`, eager otherwise, and eager on streamed data, where every lazy
         round would read all the rows once more (``True`` still evaluates lazily there).
-    seed : int, default=8
+    seed : int, default=4
         Lazy: how many candidates of highest partial score are brought up to date first, to
         give the score to beat.
-    depth : int, default=2
+    depth : int, default=1
         Lazy: how many more features each remaining contender is conditioned on in the first
-        round after the seed; the depth doubles every round.
+        round after the seed; the depth doubles every round. The defaults compute the fewest
+        pairs of those measured (k = 50, Fleuret's variant: the arcene shape 11,187 pairs
+        against 20,557 with 8 and 2, MNIST-5k 3,968 against 4,781; 5-10 % less time; Fleuret's
+        one-candidate-at-a-time loop, which no batch can follow, takes 8,653 on the arcene shape).
     """
 
     name = "cmim"
 
-    def __init__(self, variant: str = "brown", lazy: bool | str = "auto", seed: int = 8, depth: int = 2) -> None:
+    def __init__(self, variant: str = "brown", lazy: bool | str = "auto", seed: int = 4, depth: int = 1) -> None:
         if variant not in CMIM_VARIANTS:
             raise ValueError(f"variant must be one of {CMIM_VARIANTS}, got {variant!r}")
         self.variant, self.lazy, self.seed, self.depth = variant, lazy, int(seed), int(depth)
