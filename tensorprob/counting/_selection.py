@@ -617,8 +617,8 @@ class SelectionData:
     def retire(self, j: int) -> None:
         """Leave feature ``j`` out of the tables of later :meth:`pair_information` calls (the greedy driver's picks).
 
-        Once a quarter of the features are retired (:data:`OPEN_FRACTION`), a step counts
-        only the open candidates: the tables of every other feature are never read by a
+        Once a quarter of the features are retired (:data:`OPEN_FRACTION`), a step on the
+        CPU counts only the open candidates: the tables of every other feature are never read by a
         greedy criterion once it is selected. Their quantities then read 0. The open
         candidates' tables are the same integer counts, and their quantities come from the
         same float64 operations on each table's own row, so the values are those of a count
@@ -632,7 +632,8 @@ class SelectionData:
 
     def _open_columns(self) -> np.ndarray | None:
         """The open columns (int64) when restricting the count pays (see :meth:`retire`); None: every column."""
-        if self._open is None or self._all_pairs:
+        if self._open is None or self._all_pairs or self.codes.device.type != "cpu":
+            # off the CPU a step is bound by its launches, not its counting: not measured there
             return None
         n_open = int(self._open.sum())
         if n_open > OPEN_FRACTION * self.n_features or n_open < 2:  # a lone table: see pair_cmi
