@@ -55,9 +55,21 @@ def test_cpu_pick_equals_the_device_rule(dtype):
         assert flagged[:1] == got[:1] and flagged[2] is bool(trial % 2)
 
 
+def _stepped(s: torch.Tensor, available: torch.Tensor, k: int) -> list[int]:
+    """The first k picks of the greedy driver's _pick on fixed scores, one step at a time."""
+    from tensorprob.selection._greedy import _pick
+
+    picks, avail = [], available.clone()
+    for _ in range(k):
+        j, _v, _ = _pick(s, avail)
+        picks.append(j)
+        avail[j] = False
+    return picks
+
+
 def test_static_order_equals_stepping_the_pick(dtype):
     """MIM's one-sort order (static_order) is the sequence of _pick steps: ties, NaN, -inf, unavailable."""
-    from tensorprob.selection._greedy import _pick, static_order
+    from tensorprob.selection._greedy import static_order
 
     rng = np.random.default_rng(1)
     tol = tie_tolerance(dtype)
@@ -69,13 +81,8 @@ def test_static_order_equals_stepping_the_pick(dtype):
         a = torch.as_tensor(rng.random(n) < 0.8)
         a[int(rng.integers(0, n))] = True
         k = int(rng.integers(1, int(a.sum()) + 1))
-        want, avail = [], a.clone()
-        for _ in range(k):
-            j, _v, _ = _pick(s, avail)
-            want.append(j)
-            avail[j] = False
         got = static_order(s.numpy().astype(np.float64), a.numpy(), k, tol)
-        assert got == want, trial
+        assert got == _stepped(s, a, k), trial
     # distinct values (the sort is the order, no stepping), now and then two within the tie window
     # or a NaN / -inf: the steps decide
     for trial in range(300):
@@ -89,12 +96,7 @@ def test_static_order_equals_stepping_the_pick(dtype):
         a = torch.as_tensor(rng.random(n) < 0.9)
         a[int(rng.integers(0, n))] = True
         k = int(rng.integers(1, int(a.sum()) + 1))
-        want, avail = [], a.clone()
-        for _ in range(k):
-            j, _v, _ = _pick(s, avail)
-            want.append(j)
-            avail[j] = False
-        assert static_order(s.numpy().astype(np.float64), a.numpy(), k, tol) == want, trial
+        assert static_order(s.numpy().astype(np.float64), a.numpy(), k, tol) == _stepped(s, a, k), trial
 
 
 def test_mim_takes_the_static_order_with_held_columns(dtype):
