@@ -625,6 +625,11 @@ class SelectionData:
         of every column. On data with few features and k close to their number (chess,
         optdigits: the average step has 40-60 % of the columns open) that is the counting
         and the quantities of the closed columns saved.
+
+        Parameters
+        ----------
+        j : int
+            The feature just selected.
         """
         if self._open is None:
             self._open = np.ones(self.n_features, dtype=bool)
@@ -671,6 +676,12 @@ class SelectionData:
 
         The pair-independent entropies of every (x_c, x_j, class) table (see :meth:`_seeded`):
         ``h_a`` of a pair is ``h_x[j]`` and ``h_ab`` is ``h_xb[j]``, bit for bit.
+
+        Returns
+        -------
+        dict of str to torch.Tensor, or None
+            ``{"h_x": ..., "h_b": ..., "h_xb": ...}``, each float64 of shape (N,), divided by
+            ``log_base``; None on data with missing entries or weights.
         """
         if self._marginals is None:
             if self.n_rows is None and not self._weighted:
