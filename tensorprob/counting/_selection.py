@@ -537,7 +537,8 @@ class SelectionData:
         I, C, complete = self.max_card, self.n_classes, self.complete
         cols = self._open_columns()
         n = self.n_features if cols is None else cols.size
-        sub = _column_subset(cols, self.codes.device)
+        index = None if cols is None else torch.from_numpy(cols).to(self.codes.device)  # the open columns, once
+        sub = _column_subset(index)
         if not classes and complete and not self._weighted and self.stream is None:
             # class-free tables whichever way this rank counts them (the ranks' shapes agree)
             bits = self._bitsets()
@@ -548,7 +549,7 @@ class SelectionData:
                 T = self._keyed_counts(j, cols, False)
                 if T is None:
                     T = joint_table(sub(self.codes), I, self.codes[:, j], I, None, 1, dtype=self.dtype, complete=True)
-            info = self._seeded(table_information(self.reduce(T), self.log_base, self.n_rows), j, False, cols)
+            info = self._seeded(table_information(self.reduce(T), self.log_base, self.n_rows), j, False, index)
         else:
             T = self._grouped_table(j, cols)
             if T is None:
@@ -556,9 +557,8 @@ class SelectionData:
             T = self.reduce(T) if T is not None else self.count(
                 lambda codes, y, w, dtype: joint_table(sub(codes), I, codes[:, j], I, y, C, weights=w, dtype=dtype,
                                                        complete=complete))
-            info = self._seeded(table_information(T, self.log_base, self.n_rows), j, True, cols)  # read lazily
-        return info if cols is None else _Scattered(info, torch.from_numpy(cols).to(self.codes.device),
-                                                    self.n_features)
+            info = self._seeded(table_information(T, self.log_base, self.n_rows), j, True, index)  # read lazily
+        return info if index is None else _Scattered(info, index, self.n_features)
 
     def _keyed_counts(self, j: int, cols: np.ndarray | None, classes: bool) -> torch.Tensor | None:
         """This rank's (x_c, x_j, class) tables (``classes`` False: (x_c, x_j)) of the candidates ``cols``, or None.
@@ -587,8 +587,11 @@ class SelectionData:
         ab = np.multiply(xj, Cb, dtype=base.dtype)
         if classes:
             ab += self.y.numpy().astype(base.dtype)
-        keys = base[cols] if cols is not None else base.copy()
-        keys += ab
+        if cols is None:
+            keys = base + ab
+        else:
+            keys = base[cols]  # the gather is the copy the row is added to
+            keys += ab
         T = torch.bincount(torch.from_numpy(keys.reshape(-1)), minlength=N * per).view(N, per)
         if cols is not None:
             T = T[torch.from_numpy(cols)]
@@ -646,7 +649,7 @@ class SelectionData:
         return np.flatnonzero(self._open)
 
     def _seeded(self, info: TableInformation, j: int, classes: bool,
-                cols: np.ndarray | None = None) -> TableInformation:
+                index: torch.Tensor | None = None) -> TableInformation:
         """``info`` (the tables of every candidate against ``x_j``) with its pair-independent entropies filled in.
 
         On complete, unweighted rows a table's margins over ``x``, ``b`` (the class) and
@@ -656,15 +659,15 @@ class SelectionData:
         They are computed once per run from the class table and set here, leaving a step
         only ``h_xa`` and ``h_xab`` to compute: ICAP's and CIFE's seven entropies become two,
         JMI's three two, MRMR's three one. ``classes``: whether the tables have the class
-        axis (else only ``h_x`` and ``h_a``); ``cols``: the tables are those of these
-        candidates only. Left as is with missing entries or weights (observed fractions, float
+        axis (else only ``h_x`` and ``h_a``); ``index``: the tables are those of these
+        candidates only (on the codes' device). Left as is with missing entries or weights (observed fractions, float
         sums), or for other than one table per candidate.
         """
         m = self.marginal_entropies()
-        N = self.n_features if cols is None else cols.size
+        N = self.n_features if index is None else index.numel()
         if m is None or info.T.shape[0] != N:
             return info
-        pick = (lambda v: v) if cols is None else (lambda v: v[torch.from_numpy(cols).to(v.device)])
+        pick = (lambda v: v) if index is None else (lambda v: v[index])
         known = info.__dict__  # where the cached properties keep their values
         known["h_x"], known["h_a"] = pick(m["h_x"]), m["h_x"][j].expand(N)
         if classes:
@@ -792,11 +795,10 @@ def _bitset_pair_tables(bits: np.ndarray, bj: np.ndarray) -> np.ndarray:
 OPEN_FRACTION = 0.75
 
 
-def _column_subset(cols: np.ndarray | None, device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The candidate columns ``cols`` of a block of codes (M, N), kept feature-major; every column for None."""
-    if cols is None:
+def _column_subset(index: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The candidate columns ``index`` of a block of codes (M, N), kept feature-major; every column for None."""
+    if index is None:
         return lambda codes: codes
-    index = torch.from_numpy(cols).to(device)
 
     def sub(codes: torch.Tensor) -> torch.Tensor:
         if codes.stride(0) == 1 and codes.shape[0] > 1:  # feature-major: contiguous rows of the (N, M) memory
