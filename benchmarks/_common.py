@@ -12,6 +12,7 @@ import csv
 import math
 import os
 import platform
+import threading
 import time
 from datetime import date
 
@@ -361,6 +362,38 @@ def forkserver(preload=("numpy", "torch", "tensorprob")):
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["__main__", *preload])
     return ctx
+
+
+def settle_threads(limit: float = 3.0, quiet: float = 0.05) -> float:
+    """Wait until every other thread of this process has been asleep for ``quiet`` seconds (at most ``limit``).
+
+    Setting a BLAS library's thread count in a freshly forked child (threadpoolctl's
+    ``threadpool_limits``) starts OpenBLAS's worker threads, which spin for about 0.1 s before they
+    sleep. On two cores they take the timed thread's core for a whole scheduler tick (4 ms) every
+    few calls: chess MIM read 1.2 ms or 5.5 ms by chance, and FEAST's calls the same. Linux only
+    (``/proc/self/task``); elsewhere it returns at once. Returns the seconds waited.
+    """
+    me, t0, calm_since = str(threading.get_native_id()), time.perf_counter(), None
+    try:
+        while time.perf_counter() - t0 < limit:
+            busy = False
+            for tid in os.listdir("/proc/self/task"):
+                if tid == me:
+                    continue
+                try:
+                    with open(f"/proc/self/task/{tid}/stat") as fh:
+                        state = fh.read().rpartition(")")[2].split()[0]
+                except OSError:  # the thread ended
+                    continue
+                busy |= state == "R"
+            now = time.perf_counter()
+            calm_since = None if busy else (calm_since if calm_since is not None else now)
+            if calm_since is not None and now - calm_since >= quiet:
+                break
+            time.sleep(0.005)
+    except OSError:  # no /proc
+        pass
+    return time.perf_counter() - t0
 
 
 def _finished(out):

@@ -117,6 +117,7 @@ from _common import (
     markdown,
     measure_in_child,
     set_torch_threads,
+    settle_threads,
     sync,
     warm_median,
 )
@@ -269,6 +270,7 @@ def cap_threads(n: int) -> None:
 
     threadpool_limits(int(n))
     set_torch_threads(n)
+    settle_threads()
 
 
 def _feast_call(method: str):

@@ -1,4 +1,6 @@
 """Encoding of raw data and discretization (uniform / quantile / MDL); the sklearn transformer API."""
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -299,6 +301,43 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
     assert fast.kinds_ == slow.kinds_
     for a, b in zip(fast.categories_, slow.categories_):
         assert (a is None and b is None) or (np.array_equal(a, b) and a.dtype == b.dtype)
+
+
+def test_categories_of_a_coded_array_are_cut_when_read(monkeypatch):
+    # an integer array coded at once keeps its categories packed (values and counts) until
+    # categories_ is read: then a list with one sorted array per column (None for a column left
+    # to the general path), the same as the per-column path's, also after a pickle round trip and
+    # when transform reads them first; an Encoded input's categories are 0 .. c - 1
+    import pickle
+
+    from tensorprob.encoding import _encode
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 5, (400, 300)) * rng.integers(1, 4, 300)  # counts and gaps differ by column
+    X[:, 7] = 3  # one category
+    wide = X.copy()
+    wide[:, 11] = np.arange(400)  # more than max_categories values: discretized
+    for data in (X, wide):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the discretized column
+            fast = tp.Encoder(max_categories=20).fit(data)
+            if data is X:
+                assert not isinstance(vars(fast)["_categories"], list)  # packed
+            again = pickle.loads(pickle.dumps(fast))
+            codes = again.transform(data)  # reads the categories
+            with monkeypatch.context() as m:
+                m.setattr(_encode, "_small_int_array", lambda *a: None)
+                slow = tp.Encoder(max_categories=20).fit(data)
+        np.testing.assert_array_equal(codes, slow.transform(data))
+        for enc in (fast, again):
+            cats = enc.categories_
+            assert type(cats) is list and len(cats) == X.shape[1] and (cats[11] is None) == (data is wide)
+            for j, (a, b) in enumerate(zip(cats, slow.categories_)):
+                assert (a is None and b is None) or (np.array_equal(a, b) and a.dtype == b.dtype), j
+            assert enc.categories_ is cats  # cut once
+    assert not hasattr(tp.Encoder(), "categories_")
+    enc = tp.Encoder().fit(tp.Encoded(X[:, :5] % 3, cardinalities=[3, 4, 3, 5, 3]))
+    assert [c.tolist() for c in enc.categories_] == [list(range(c)) for c in (3, 4, 3, 5, 3)]
 
 
 def test_text_columns_factorized_as_keyed_one_by_one(monkeypatch):

@@ -97,6 +97,17 @@ def test_static_order_equals_stepping_the_pick(dtype):
         a[int(rng.integers(0, n))] = True
         k = int(rng.integers(1, int(a.sum()) + 1))
         assert static_order(s.numpy().astype(np.float64), a.numpy(), k, tol) == _stepped(s, a, k), trial
+    # many candidates and a few picks (only those near the top are sorted): clusters of values
+    # within the tie window of one another around the k-th largest, NaN and -inf among them
+    for trial in range(200):
+        n = int(rng.integers(40, 400))
+        k = int(rng.integers(1, n // 8))
+        base = rng.choice(rng.normal(size=int(rng.integers(2, 12))), n)
+        s = torch.as_tensor(base * (1 + tol * rng.integers(-3, 4, n) / 2), dtype=dtype)
+        s[torch.as_tensor(rng.random(n) < 0.05)] = float(rng.choice([np.nan, -np.inf]))
+        a = torch.as_tensor(rng.random(n) < 0.9)
+        a[:k] = True
+        assert static_order(s.numpy().astype(np.float64), a.numpy(), k, tol) == _stepped(s, a, k), trial
 
 
 def test_mim_takes_the_static_order_with_held_columns(dtype):

@@ -61,9 +61,12 @@ LARGE = ("mnist", "coil20")  # k = 10, count methods, slow
 
 
 def _coil20_path() -> Path:
-    root = os.environ.get("TENSORPROB_DATA")
-    base = Path(root) if root else Path(__file__).resolve().parents[2] / "shared/data"
-    return base / "skfeature/COIL20.mat"
+    # the folder that holds the .mat files: the tests' TENSORPROB_TEST_DATA (as the skfeature_dir
+    # fixture reads it), the library's TENSORPROB_DATA, else ../shared/data/skfeature
+    for root in (os.environ.get("TENSORPROB_TEST_DATA", "").strip(), os.environ.get("TENSORPROB_DATA", "").strip()):
+        if root and (Path(root) / "COIL20.mat").is_file():
+            return Path(root) / "COIL20.mat"
+    return Path(__file__).resolve().parents[2] / "shared/data/skfeature/COIL20.mat"
 
 
 @functools.cache
@@ -71,7 +74,7 @@ def _load(name: str):
     if name == "coil20":
         path = _coil20_path()
         if not path.is_file():
-            pytest.skip(f"COIL-20 (scikit-feature COIL20.mat) not found: {path}; set TENSORPROB_DATA")
+            pytest.skip(f"COIL-20 (scikit-feature COIL20.mat) not found: {path}; set TENSORPROB_TEST_DATA")
         from scipy.io import loadmat
 
         m = loadmat(path)

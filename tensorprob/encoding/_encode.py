@@ -389,12 +389,10 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> _Categories | Non
         out = _small_int_array(np.ascontiguousarray(X[:, sub]), tmp := np.empty((X.shape[0], len(sub)), codes.dtype),
                                limit)
         codes[:, sub] = tmp
-        full = _Categories([None] * X.shape[1])
-        full.counts = np.zeros(X.shape[1], dtype=np.int64)
-        full.counts[sub] = out.counts
+        items: list[np.ndarray | None] = [None] * X.shape[1]
         for i, j in enumerate(sub):
-            full[j] = out[i]
-        return full
+            items[j] = out[i]
+        return _Categories.listed(items)
     N = X.shape[1]
     R = int(span.max())
     if R <= 64 and hasattr(np, "bitwise_count"):
@@ -444,30 +442,59 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> _Categories | Non
     return _split_categories((val + lo.numpy()[col]).astype(dtype), counts.numpy(), limit)
 
 
-class _Categories(list):
-    """Per column, its sorted categories or None (left to the general path); ``counts``: their numbers (0 for None).
+class _Categories:
+    """Per column, its sorted categories or None (left to the general path), built only when read.
 
-    The counts let a wide array's cardinalities and completeness be read without a Python pass
-    over its columns (10,000 columns: about 3 ms).
+    ``values`` holds every handled column's categories one after another and ``counts`` their
+    numbers (0 for a column left to the general path), so an array's cardinalities and
+    completeness are read without a Python pass over its columns; the per-column arrays are cut
+    on demand (:meth:`tolist`, or one by ``[j]``): 10,000 slices in a Python loop cost about
+    2 ms, as much as coding the array.
     """
 
-    counts: np.ndarray
+    def __init__(self, values: np.ndarray, counts: np.ndarray, limit: int | None = None) -> None:
+        counts = np.asarray(counts, dtype=np.int64)
+        self.values = values
+        self.ends = np.cumsum(counts)
+        self.counts = counts if limit is None else np.where(counts <= limit, counts, 0)
+        self._items: list | None = None
+
+    @classmethod
+    def listed(cls, items: list) -> _Categories:
+        """From per-column arrays (or None) as they are."""
+        out = cls(np.empty(0), np.zeros(len(items), dtype=np.int64))
+        out.counts = np.fromiter((0 if c is None else len(c) for c in items), dtype=np.int64, count=len(items))
+        out._items = list(items)
+        return out
+
+    def __len__(self) -> int:
+        return self.counts.size
+
+    def __getitem__(self, j: int) -> np.ndarray | None:
+        if self._items is not None:
+            return self._items[j]
+        if not self.counts[j]:
+            return None
+        e = int(self.ends[j])
+        return self.values[e - int(self.counts[j]):e]
+
+    def tolist(self) -> list[np.ndarray | None]:
+        """The per-column arrays (views of ``values``), None for the columns not handled."""
+        if self._items is None:
+            c = self.counts
+            if c.size and c.min() == c.max() and c[0] and self.values.size == c.size * int(c[0]):
+                self._items = list(self.values.reshape(c.size, int(c[0])))  # NumPy's iteration: no slicing loop
+            else:
+                self._items = [self[j] for j in range(c.size)]
+        return self._items
 
 
 def _split_categories(values: np.ndarray, counts: np.ndarray, limit: int) -> _Categories:
     """``values`` (every column's sorted categories, one after another) cut per column by ``counts``.
 
-    A column of more than ``limit`` categories gets None (left to the general path). When every
-    column has as many, the pieces are the rows of one view (NumPy's iteration: 10,000 slices in
-    a Python loop cost several ms).
+    A column of more than ``limit`` categories gets None (left to the general path).
     """
-    if counts.min() == counts.max() and counts[0] <= limit:
-        out = _Categories(values.reshape(counts.size, int(counts[0])))
-    else:
-        ends = np.cumsum(counts).tolist()
-        out = _Categories([values[e - c:e] if c <= limit else None for e, c in zip(ends, counts.tolist())])
-    out.counts = np.where(counts <= limit, counts, 0).astype(np.int64)
-    return out
+    return _Categories(values, counts, limit)
 
 
 def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.ndarray, step: int, limit: int,
@@ -594,6 +621,20 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.missing_values = missing_values
         self.distributed = distributed
 
+    @property
+    def categories_(self) -> list[np.ndarray | None]:
+        """For categorical and code columns, the value of each code (sorted); None for the others."""
+        cats = self.__dict__.get("_categories")
+        if cats is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute 'categories_' (not fitted)")
+        if isinstance(cats, _Categories):  # an array coded at once keeps its categories packed until read
+            cats = self._categories = cats.tolist()
+        return cats
+
+    @categories_.setter
+    def categories_(self, value: Any) -> None:
+        self._categories = value
+
     @fill_doc(**ENCODING_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=False)  # a user discretizer is validated when it fits
     def fit(self, X: Any, y: Any = None, feature_names: Sequence[str] | None = None) -> Encoder:
@@ -641,7 +682,8 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = codes.shape[1]
         self.feature_names_ = names
         self.kinds_ = ["codes"] * codes.shape[1]
-        self.categories_ = [np.arange(c) for c in cards]
+        self.categories_ = _Categories(np.arange(int(cards.sum()), dtype=np.int64) - np.repeat(np.cumsum(cards) - cards, cards),
+                                       cards)  # 0 .. c - 1 per column, cut when read
         self.discretized_ = []
         self.discretizer_ = None
         self.cardinalities_ = cards
@@ -700,7 +742,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             kinds, cats, lookup = ["discretized"] * len(cols), [None] * len(cols), [None] * len(cols)
             cont_idx, by_column = list(range(len(cols))), False
         elif fast is not None and bool(fast.counts.all()):
-            kinds, cats, lookup = ["categorical"] * len(cols), list(fast), [None] * len(cols)
+            kinds, cats, lookup = ["categorical"] * len(cols), fast, [None] * len(cols)  # cut when read
             by_column = False
         for j, col in enumerate(cols if by_column else ()):
             if fast is not None and fast[j] is not None:  # categories by value, codes already written

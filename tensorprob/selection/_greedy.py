@@ -237,6 +237,14 @@ def static_order(values: np.ndarray, available: np.ndarray, k: int, tol: float) 
     """
     cand = np.flatnonzero(available)
     v = np.where(np.isnan(values[cand]), -math.inf, values[cand])
+    if 0 < k < cand.size // 4:  # many candidates: only those that can be picked are sorted
+        # every pick lies at or above the tie threshold of the k-th largest value (the threshold
+        # m - tol * max(|m|, 1) grows with m, and each step's maximum is at least that value), and
+        # the rule never looks below its own threshold: the picks among these are the picks
+        vk = float(np.partition(v, v.size - k)[v.size - k])
+        if math.isfinite(vk):
+            keep = v >= vk - tol * max(abs(vk), 1.0)
+            cand, v = cand[keep], v[keep]
     pos = np.lexsort((cand, -v))  # decreasing value, then increasing index
     order, neg = cand[pos], -v[pos]  # neg: increasing
     # no tie among the first k + 1 (each value above the next one's tie window): the sort is the order
