@@ -396,6 +396,24 @@ def settle_threads(limit: float = 3.0, quiet: float = 0.05) -> float:
     return time.perf_counter() - t0
 
 
+def warm_heap(nbytes: int = 24 << 20) -> None:
+    """Free one ``nbytes`` array in this process, as any process that once held a large array has.
+
+    glibc serves an allocation at or above its mmap threshold (128 KiB at start) with a fresh
+    mapping, every page of which faults on first touch, and raises the threshold to the size of
+    the largest mapped block freed (up to 32 MiB). A child forked from the forkserver that only
+    loads a small ``.npy`` keeps a threshold of about its largest temporary, so every call maps
+    and faults its temporaries again: 2,350 page faults (4 ms) per planted-satimage MRMR fit,
+    none when the same child had made its data first. Called in every library's child before it
+    is timed, so all of them run with the allocator of a process that has handled a large array.
+    The block must stay under the 32 MiB cap (a larger one leaves the threshold where it was).
+    """
+    import numpy as np
+
+    a = np.ones(nbytes, dtype=np.uint8)  # touched, so it is mapped and unmapped for real
+    del a
+
+
 def _finished(out):
     """A call's result; a dict with a callable ``"finish"`` is replaced by what that returns (untimed work such as
     scoring a fitted model)."""

@@ -119,6 +119,7 @@ from _common import (
     set_torch_threads,
     settle_threads,
     sync,
+    warm_heap,
     warm_median,
 )
 
@@ -270,6 +271,7 @@ def cap_threads(n: int) -> None:
 
     threadpool_limits(int(n))
     set_torch_threads(n)
+    warm_heap()  # the allocator of a process that once held a large array (every library alike)
     settle_threads()
 
 
