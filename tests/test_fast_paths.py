@@ -169,6 +169,33 @@ def test_grouped_counts_equal_a_bincount(complete, itype, shape, G):
     np.testing.assert_array_equal(got, _grouped_reference(codes, key, G, card))
 
 
+@pytest.mark.parametrize("complete", [True, False])
+@pytest.mark.parametrize("itype", [np.int8, np.int16, np.int64])
+@pytest.mark.parametrize("shape, G", [((3000, 2000), 100), ((900, 5000), 3), ((800, 37), 90)])
+def test_grouped_runs_equal_a_bincount_and_the_blocks(complete, itype, shape, G, monkeypatch):
+    """The runs of consecutive groups compared together (_grouped_in_runs) count as a bincount and as
+    the block-by-block loop: many short groups over several buffers, groups longer than a buffer
+    (5,000 columns: 255 rows a buffer), groups of 1 to 300 rows in one buffer, empty groups,
+    rows left out by their key, missing codes."""
+    from tensorprob.counting import _tables
+
+    rng = np.random.default_rng(shape[1] + G)
+    card = 5
+    if G == 90:
+        sizes = np.concatenate([np.arange(1, 80), [0, 0, 256, 255, 300], rng.integers(1, 9, G - 84)])
+        key = np.concatenate([np.repeat(np.arange(G), sizes), np.full(30, -1)])
+        rng.shuffle(key)
+    else:
+        key = rng.integers(-1, G, shape[0])
+        key[key == 1] = 2  # group 1 empty
+    codes = np.ascontiguousarray(rng.integers(0 if complete else -1, card, (key.size, shape[1])).astype(itype))
+    got = _tables.grouped_counts(codes, key, G, card, complete)
+    np.testing.assert_array_equal(got, _grouped_reference(codes.astype(np.int64), key, G, card))
+    monkeypatch.setattr(_tables, "_grouped_in_runs", lambda o, s, v, out: _tables._grouped_by_blocks(
+        o, np.arange(o.shape[0]), 0, o, s, v, _tables._grouped_rows(o.shape[1], v.shape[0]), out))
+    np.testing.assert_array_equal(_tables.grouped_counts(codes, key, G, card, complete), got)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("missing", [False, True])
 def test_grouped_tables_equal_the_bincount_tables(missing, weighted, monkeypatch, dtype):

@@ -233,8 +233,8 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
     """
     M, N = codes.shape
     out = _padded((n_groups, card, N), np.int64)
-    out[...] = 0
     if M == 0 or N == 0:
+        out[...] = 0
         return out
     key = np.asarray(key, dtype=np.int64)
     order = np.argsort(key, kind="stable")
@@ -243,12 +243,78 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
     V = card - 1 if complete else card
     rows = _grouped_rows(N, V)
     values = np.arange(V, dtype=codes.dtype if codes.dtype.kind in "iu" else np.int64)[:, None, None]
-    eq = np.empty((V, rows, N), dtype=np.bool_)
-    acc = np.empty((V, N), dtype=np.uint8)
     a = M - int(kept.sum())  # left-out rows sort first
     # the kept rows in key order in one gather when that copy is small (then every block is a
     # view), else block by block
     ordered = codes[order[a:]] if (M - a) * N * codes.itemsize <= _GROUPED_GATHER_BYTES else None
+    if ordered is not None:
+        _grouped_in_runs(ordered, sizes, values, out)
+    else:
+        _grouped_by_blocks(codes, order, a, ordered, sizes, values, rows, out)
+    if V < card:
+        out[:, V] = sizes[:, None] - out[:, :V].sum(1)
+    return out
+
+
+#: Bytes of the comparison buffer of :func:`_grouped_in_runs` (values x rows x columns).
+_GROUPED_RUN_BYTES = 2**21
+
+
+def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+    """:func:`grouped_counts` of rows already in key order (``ordered``: the groups' runs one after another).
+
+    Consecutive groups are compared with every value together, as many as fill a cache-sized
+    buffer (:data:`_GROUPED_RUN_BYTES`); then each group of at most 255 rows is one byte sum
+    straight into its (V, N) counts (a (groups, V, N) byte array, widened once at the end), and
+    a longer group is compared and summed 255 rows at a time. About one NumPy call per group
+    instead of three per block (COIL-20's JMI step: 100 groups of about 14 rows).
+    """
+    V, N = values.shape[0], ordered.shape[1]
+    G = sizes.size
+    short = (sizes > 0) & (sizes <= 255)
+    counts8 = np.zeros((G, V, N), dtype=np.uint8) if short.any() else None
+    out[~short] = 0  # the long and the empty groups (the short ones are written whole below)
+    acc = np.empty((V, N), dtype=np.uint8)
+    cap = max(255, _GROUPED_RUN_BYTES // max(1, V * N))
+    buf = np.empty((V, cap, N), dtype=np.bool_)
+    ends = np.cumsum(sizes)
+    g = 0
+    while g < G:
+        r0 = int(ends[g] - sizes[g])
+        if sizes[g] > cap:  # a long group: blocks of 255 rows
+            for b in range(r0, int(ends[g]), 255):
+                e = min(b + 255, int(ends[g]))
+                q = buf[:, :e - b]
+                np.equal(ordered[None, b:e], values, out=q)
+                np.add.reduce(q.view(np.uint8), axis=1, dtype=np.uint8, out=acc)
+                out[g, :V] += acc
+            g += 1
+            continue
+        h = max(g + 1, int(np.searchsorted(ends, r0 + cap, side="right")))  # the groups that fit the buffer
+        n = int(ends[h - 1]) - r0
+        q = buf[:, :n]
+        np.equal(ordered[None, r0:r0 + n], values, out=q)
+        u = q.view(np.uint8)
+        for gg in range(g, h):
+            s, r = int(sizes[gg]), int(ends[gg] - sizes[gg]) - r0
+            if s and s <= 255:
+                np.add.reduce(u[:, r:r + s], axis=1, dtype=np.uint8, out=counts8[gg])  # at most 255 per byte: exact
+            elif s:
+                for b in range(r, r + s, 255):
+                    np.add.reduce(u[:, b:min(b + 255, r + s)], axis=1, dtype=np.uint8, out=acc)
+                    out[gg, :V] += acc
+        g = h
+    if counts8 is not None:
+        out[short, :V] = counts8[short]
+
+
+def _grouped_by_blocks(codes: np.ndarray, order: np.ndarray, a: int, ordered: np.ndarray | None, sizes: np.ndarray,
+                       values: np.ndarray, rows: int, out: np.ndarray) -> None:
+    """:func:`grouped_counts` group by group, in blocks of ``rows`` rows (compared and summed per block)."""
+    V, N = values.shape[0], codes.shape[1]
+    eq = np.empty((V, rows, N), dtype=np.bool_)
+    acc = np.empty((V, N), dtype=np.uint8)
+    out[...] = 0
     base = a
     for g, s in enumerate(sizes.tolist()):
         for r in range(a, a + s, rows):
@@ -259,9 +325,6 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
             np.add.reduce(q.view(np.uint8), axis=1, dtype=np.uint8, out=acc)  # at most 255 per byte: exact
             out[g, :V] += acc
         a += s
-    if V < card:
-        out[:, V] = sizes[:, None] - out[:, :V].sum(1)
-    return out
 
 
 #: Most distinct nonzero weights that :func:`weighted_grouped_counts` counts as levels (bootstrap
