@@ -125,6 +125,8 @@ def test_class_free_bitset_tables_equal_the_full_tables(M, dtype):
     for j in (0, 2, 8):
         free, full = d.pair_information(j, classes=False), d.pair_information(j)
         assert free.T.shape == (N, I, I, 1)
+        # the counted cells and the ones read from the margins (last value of x and of x_j)
+        assert torch.equal(free.T[..., 0].to(torch.float64), full.T.sum(3).to(torch.float64))
         for name in ("mi_x_a", "h_xa", "h_x", "h_a"):
             assert torch.equal(getattr(free, name), getattr(full, name)), name
     assert d._bits is not False

@@ -140,6 +140,7 @@ class SelectionData:
     _pair_classes: bool = field(default=True, init=False, repr=False)
     _batch: object | None = field(default=None, init=False, repr=False)  # the BatchedSelectionData of a member
     _bits: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # class-free bitsets (False: none)
+    _bit_totals: np.ndarray | None = field(default=None, init=False, repr=False)  # rows of each (feature, value)
     _marginals: dict | bool | None = field(default=None, init=False, repr=False)  # see _seeded (False: none)
     _rows: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # row-major codes (False: none)
     _open: np.ndarray | None = field(default=None, init=False, repr=False)  # see retire (None: every column)
@@ -543,7 +544,9 @@ class SelectionData:
             # class-free tables whichever way this rank counts them (the ranks' shapes agree)
             bits = self._bitsets()
             if bits is not None:
-                T = torch.from_numpy(_bitset_pair_tables(bits if cols is None else bits[cols], bits[j]))
+                tot = self._bit_totals
+                T = torch.from_numpy(_bitset_pair_tables(bits if cols is None else bits[cols], bits[j],
+                                                         tot if cols is None else tot[cols], tot[j]))
                 T = T.to(self.dtype).view(n, I, I, 1)
             else:
                 T = self._keyed_counts(j, cols, False)
@@ -719,6 +722,7 @@ class SelectionData:
                 for v in range(I):
                     bits[s:s + step, v, :(M + 7) // 8] = np.packbits(block == v, axis=1, bitorder="little")
             self._bits = bits.view(np.uint64)
+            self._bit_totals = np.bitwise_count(self._bits).sum(-1, dtype=np.int64)  # (N, I)
         return self._bits if self._bits is not False else None
 
     def _all_pair_tables(self, classes: bool = True) -> torch.Tensor:
@@ -775,9 +779,29 @@ def _pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torc
     return G.view(C, N, I, N, I).permute(3, 1, 2, 4, 0).reshape(N * N, I, I, C).to(torch.float64)
 
 
-def _bitset_pair_tables(bits: np.ndarray, bj: np.ndarray) -> np.ndarray:
-    """Counts (N, I, I) of (x_c = v, x_j = u): population counts of the ANDs of the bitsets ``bits`` (N, I, W) with ``bj`` (I, W), x_j's."""
+def _bitset_pair_tables(bits: np.ndarray, bj: np.ndarray, totals: np.ndarray | None = None,
+                        tj: np.ndarray | None = None) -> np.ndarray:
+    """Counts (N, I, I) of (x_c = v, x_j = u): population counts of the ANDs of the bitsets ``bits`` (N, I, W) with ``bj`` (I, W), x_j's.
+
+    ``totals`` (N, I) and ``tj`` (I,), the rows of every (feature, value) and of x_j's values, on
+    complete rows: then only the cells with ``v`` and ``u`` below ``I - 1`` are counted, and the
+    last row and column are the margins minus the counted cells (the same integers; with 5
+    values, 16 AND-and-count passes instead of 25).
+    """
     N, I, W = bits.shape
+    if totals is not None and I > 1:
+        out = np.empty((N, I, I), dtype=np.int64)
+        J = I - 1
+        step = max(1, CPU_BLOCK_BYTES // (8 * W * J))  # the AND of a block stays in cache
+        for s in range(0, N, step):
+            block = bits[s:s + step, :J]  # (b, J, W)
+            for u in range(J):
+                out[s:s + step, :J, u] = _axis_sum(np.bitwise_count(block & bj[u]), 2, np.int64)
+        inner = out[:, :J, :J]
+        out[:, :J, J] = totals[:, :J] - inner.sum(2)
+        out[:, J, :J] = tj[:J] - inner.sum(1)
+        out[:, J, J] = totals[:, J] - out[:, J, :J].sum(1)
+        return out
     flat = bits.reshape(N * I, W)
     out = np.empty((N * I, I), dtype=np.int64)
     step = max(1, CPU_BLOCK_BYTES // (8 * W))  # the AND of a block stays in cache
