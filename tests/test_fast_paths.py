@@ -171,6 +171,41 @@ def test_grouped_counts_equal_a_bincount(complete, itype, shape, G):
     np.testing.assert_array_equal(got, _grouped_reference(codes, key, G, card))
 
 
+@pytest.mark.parametrize("row_major", [True, False])
+def test_class_free_grouped_tables_equal_the_bitsets(row_major, monkeypatch, dtype):
+    """Many features of few rows: the class-free tables by grouped comparisons (_free_grouped) equal
+    the bitsets' and the full tables summed over the class, cell by cell and in their quantities,
+    for every column and for the open candidates once features are retired."""
+    from tensorprob.counting import _selection
+
+    rng = np.random.default_rng(17)
+    M, N, I = 700, 300, 4
+    X = rng.integers(0, I, (M, N))
+    X[:, 5] %= 2  # a smaller alphabet
+    X = torch.as_tensor(X if row_major else np.asfortranarray(X))
+    y = torch.as_tensor(rng.integers(0, 3, M))
+
+    def run(grouped: bool) -> list:
+        monkeypatch.setattr(_selection, "FREE_GROUPED_MIN_FEATURES", 256 if grouped else 10**9)
+        d = SelectionData(X, I, y, 3, dtype=dtype)
+        out = []
+        for step, j in enumerate((0, 5, 299, 17)):
+            if step == 3:  # retire most features: only the open candidates are counted
+                assert (d._bits is None) == grouped  # the bitsets are never built when grouped counts
+                for r in range(40, 300):
+                    d.retire(r)
+            free, full = d.pair_information(j, classes=False), d.pair_information(j)
+            if step < 3:  # every column's tables (the open ones' quantities are read as (N,) vectors)
+                assert free.T.shape[3] == 1
+                assert torch.equal(free.T[..., 0].to(torch.float64), full.T.sum(3).to(torch.float64))
+                out.append(free.T)
+            out += [free.mi_x_a, free.h_xa]
+        return out
+
+    for a, b in zip(run(True), run(False)):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
 @pytest.mark.parametrize("complete", [True, False])
 @pytest.mark.parametrize("itype", [np.int8, np.int16, np.int64])
 @pytest.mark.parametrize("shape, G", [((3000, 2000), 100), ((900, 5000), 3), ((800, 37), 90)])

@@ -542,16 +542,17 @@ class SelectionData:
         sub = _column_subset(index)
         if not classes and complete and not self._weighted and self.stream is None:
             # class-free tables whichever way this rank counts them (the ranks' shapes agree)
-            bits = self._bitsets()
+            T = self._free_grouped(j, cols)
+            bits = self._bitsets() if T is None else None
             if bits is not None:
                 tot = self._bit_totals
                 T = torch.from_numpy(_bitset_pair_tables(bits if cols is None else bits[cols], bits[j],
                                                          tot if cols is None else tot[cols], tot[j]))
                 T = T.to(self.dtype).view(n, I, I, 1)
-            else:
+            if T is None:
                 T = self._keyed_counts(j, cols, False)
-                if T is None:
-                    T = joint_table(sub(self.codes), I, self.codes[:, j], I, None, 1, dtype=self.dtype, complete=True)
+            if T is None:
+                T = joint_table(sub(self.codes), I, self.codes[:, j], I, None, 1, dtype=self.dtype, complete=True)
             info = self._seeded(table_information(self.reduce(T), self.log_base, self.n_rows), j, False, index)
         else:
             T = self._grouped_table(j, cols)
@@ -562,6 +563,25 @@ class SelectionData:
                                                        complete=complete))
             info = self._seeded(table_information(T, self.log_base, self.n_rows), j, True, index)  # read lazily
         return info if index is None else _Scattered(info, index, self.n_features)
+
+    def _free_grouped(self, j: int, cols: np.ndarray | None) -> torch.Tensor | None:
+        """The class-free (x_c, x_j) tables (n, I, I, 1) by grouped comparisons (the groups: x_j's values), or None.
+
+        Chosen over the bitsets for many features of few rows each (at least
+        :data:`FREE_GROUPED_MIN_FEATURES` features, at most :data:`FREE_GROUPED_MAX_ROWS` rows):
+        one comparison pass over the rows per value beats N I^2 short population counts there
+        (one step: COIL-20 0.62 against 1.12 ms, the arcene shape 0.81 against 4.5 ms; chess,
+        36 features, 0.24 against 0.03 ms the other way).
+        """
+        c = self.codes
+        if (c.device.type != "cpu" or c.ndim != 2 or c.dtype.is_floating_point or self.n_features < FREE_GROUPED_MIN_FEATURES
+                or c.shape[0] > FREE_GROUPED_MAX_ROWS):
+            return None
+        rows = self._row_major()
+        if rows is None:
+            return None
+        one_class = torch.zeros(c.shape[0], dtype=torch.int64)
+        return grouped_table(rows, one_class, j, self.max_card, 1, True, None, self.dtype, cols)
 
     def _keyed_counts(self, j: int, cols: np.ndarray | None, classes: bool) -> torch.Tensor | None:
         """This rank's (x_c, x_j, class) tables (``classes`` False: (x_c, x_j)) of the candidates ``cols``, or None.
@@ -812,6 +832,10 @@ def _bitset_pair_tables(bits: np.ndarray, bj: np.ndarray, totals: np.ndarray | N
             out[s:s + step, u] = _axis_sum(np.bitwise_count(block & bj[u]), 1, np.int64)
     return out.reshape(N, I, I)
 
+
+#: :meth:`SelectionData._free_grouped`: the class-free tables by grouped comparisons from this many
+#: features, up to this many rows (else the bitsets).
+FREE_GROUPED_MIN_FEATURES, FREE_GROUPED_MAX_ROWS = 256, 4096
 
 #: :meth:`SelectionData.retire`: a step counts only the open candidates once at most this
 #: fraction of the features is open (the gather of their codes then costs less than the
