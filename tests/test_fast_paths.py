@@ -208,25 +208,36 @@ def test_class_free_grouped_tables_equal_the_bitsets(row_major, monkeypatch, dty
 
 @pytest.mark.parametrize("complete", [True, False])
 @pytest.mark.parametrize("itype", [np.int8, np.int16, np.int64])
-@pytest.mark.parametrize("shape, G", [((3000, 2000), 100), ((900, 5000), 3), ((800, 37), 90)])
-def test_grouped_runs_equal_a_bincount_and_the_blocks(complete, itype, shape, G, monkeypatch):
+@pytest.mark.parametrize("N, sizes, runs", [
+    (1600, None, True),  # 3,000 rows in 100 random groups: short groups over several buffers
+    (1600, [600, 0, 250, 100, 80, 60, 50, 40, 30, 20, 10, 5], True),  # a group longer than a buffer (262-327 rows)
+    (37, list(range(1, 80)) + [0, 0, 256, 255, 300] + [3] * 6, True),  # 1 to 300 rows in one buffer
+    (5000, [300, 0, 300], False),  # rows too wide for 255 in a buffer: the blocks
+    (784, [500] * 10, False),  # long groups: the blocks
+])
+def test_grouped_runs_equal_a_bincount_and_the_blocks(complete, itype, N, sizes, runs, monkeypatch):
     """The runs of consecutive groups compared together (_grouped_in_runs) count as a bincount and as
-    the block-by-block loop: many short groups over several buffers, groups longer than a buffer
-    (5,000 columns: 255 rows a buffer), groups of 1 to 300 rows in one buffer, empty groups,
-    rows left out by their key, missing codes."""
+    the block-by-block loop, and are taken for short groups of rows that fit 255 to a buffer:
+    empty groups, rows left out by their key, missing codes."""
     from tensorprob.counting import _tables
 
-    rng = np.random.default_rng(shape[1] + G)
+    rng = np.random.default_rng(N + (0 if sizes is None else len(sizes)))
     card = 5
-    if G == 90:
-        sizes = np.concatenate([np.arange(1, 80), [0, 0, 256, 255, 300], rng.integers(1, 9, G - 84)])
-        key = np.concatenate([np.repeat(np.arange(G), sizes), np.full(30, -1)])
-        rng.shuffle(key)
+    if sizes is None:
+        G = 100
+        key = rng.integers(0, G, 3000)
     else:
-        key = rng.integers(-1, G, shape[0])
-        key[key == 1] = 2  # group 1 empty
-    codes = np.ascontiguousarray(rng.integers(0 if complete else -1, card, (key.size, shape[1])).astype(itype))
+        G = len(sizes)
+        key = np.repeat(np.arange(G), sizes)
+    key = np.concatenate([key, np.full(30, -1)])  # rows without a group
+    rng.shuffle(key)
+    codes = np.ascontiguousarray(rng.integers(0 if complete else -1, card, (key.size, N)).astype(itype))
+    codes[:, 0] = 0  # a constant column: a byte sum of more than 255 rows would wrap
+    taken = []
+    real = _tables._grouped_in_runs
+    monkeypatch.setattr(_tables, "_grouped_in_runs", lambda *a: taken.append(1) or real(*a))
     got = _tables.grouped_counts(codes, key, G, card, complete)
+    assert bool(taken) == runs
     np.testing.assert_array_equal(got, _grouped_reference(codes.astype(np.int64), key, G, card))
     monkeypatch.setattr(_tables, "_grouped_in_runs", lambda o, s, v, out: _tables._grouped_by_blocks(
         o, np.arange(o.shape[0]), 0, o, s, v, _tables._grouped_rows(o.shape[1], v.shape[0]), out))
