@@ -359,6 +359,8 @@ def test_seeded_marginal_entropies_equal_the_tables_own(classes, dtype):
         fresh = table_information(q.T, d.log_base, d.n_rows)
         for name in names:
             assert torch.equal(getattr(q, name), getattr(fresh, name)), (j, name)
+    # the relevance, from the same NumPy entropies of the class table, is the tables' own too
+    assert torch.equal(d.relevance, table_information(d.class_table).mi_x_b / d.log_base)
     # missing entries (observed fractions) or weights: nothing seeded
     Xm = X.clone()
     Xm[0, 1] = -1

@@ -14,8 +14,8 @@ from ._tables import (
     TableInformation,
     _axis_sum,
     _complete,
+    entropies_of_counts,
     grouped_is_cheaper,
-    information_of_counts,
     joint_table,
     one_hot,
     rows_by_class,
@@ -141,6 +141,7 @@ class SelectionData:
     _batch: object | None = field(default=None, init=False, repr=False)  # the BatchedSelectionData of a member
     _bits: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # class-free bitsets (False: none)
     _bit_totals: np.ndarray | None = field(default=None, init=False, repr=False)  # rows of each (feature, value)
+    _class_h: dict | bool | None = field(default=None, init=False, repr=False)  # see _class_entropies (False: none)
     _marginals: dict | bool | None = field(default=None, init=False, repr=False)  # see _seeded (False: none)
     _rows: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # row-major codes (False: none)
     _open: np.ndarray | None = field(default=None, init=False, repr=False)  # see retire (None: every column)
@@ -453,10 +454,10 @@ class SelectionData:
         (:class:`~tensorprob.counting.TableInformation`, ``n_rows``).
         """
         if self._relevance is None:
-            T, v = self.class_table, None
-            if T.device.type == "cpu" and self.n_rows is None and not self._weighted:  # integer counts
-                v = information_of_counts(T.numpy().astype(np.int64), "mi_x_b")  # the same values, in NumPy
-            mi = table_information(T, n_rows=self.n_rows).mi_x_b if v is None else torch.from_numpy(v)
+            h, v = self._class_entropies(), None
+            if h is not None:  # the same values, in NumPy: information_of_counts's order of operations
+                v = np.maximum(h["h_x"] + h["h_b"] - h["h_xb"], 0.0)
+            mi = table_information(self.class_table, n_rows=self.n_rows).mi_x_b if v is None else torch.from_numpy(v)
             self._relevance = mi / self.log_base
         return self._relevance
 
@@ -710,12 +711,28 @@ class SelectionData:
             ``log_base``; None on data with missing entries or weights.
         """
         if self._marginals is None:
-            if self.n_rows is None and not self._weighted:
+            h = self._class_entropies()
+            if h is not None:  # TableInformation's values bit for bit, shared with the relevance
+                self._marginals = {k: torch.from_numpy(v / self.log_base) for k, v in h.items()}
+            elif self.n_rows is None and not self._weighted:
                 c = table_information(self.class_table, self.log_base)
                 self._marginals = {"h_x": c.h_x, "h_b": c.h_b, "h_xb": c.h_xb}
             else:
                 self._marginals = False
         return self._marginals or None
+
+    def _class_entropies(self) -> dict[str, np.ndarray] | None:
+        """``h_x``, ``h_b``, ``h_xb`` (nats, NumPy) of the class table's integer counts on the CPU, computed once; else None.
+
+        What both the relevance and :meth:`marginal_entropies` read (the arcene shape, 10,000
+        tables: 2.4 ms each time). None off the CPU, with missing entries or weights.
+        """
+        if self._class_h is None:
+            T = self.class_table
+            ok = T.device.type == "cpu" and self.n_rows is None and not self._weighted  # integer counts
+            h = entropies_of_counts(T.numpy().astype(np.int64), ("h_x", "h_b", "h_xb")) if ok else None
+            self._class_h = False if h is None else h
+        return self._class_h or None
 
     def _bitsets(self) -> np.ndarray | None:
         """The (candidate, value) bitsets over the rows, (N, I, ceil(M / 64)) uint64, built once; None where not used.

@@ -682,9 +682,29 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
         (``_XLOGX_MAX``): then :class:`TableInformation` takes the logarithms instead.
     """
     plus, minus = _QUANTITIES[name]
+    h = entropies_of_counts(T, plus + minus, scale, known, total)
+    if h is None:
+        return None
+    v = h[plus[0]]
+    for e in plus[1:]:
+        v = v + h[e]
+    for e in minus:
+        v = v - h[e]
+    return np.maximum(v, 0.0)
+
+
+def entropies_of_counts(T: np.ndarray, names: tuple[str, ...], scale: float = 1.0,
+                        known: dict[str, np.ndarray] | None = None,
+                        total: int | None = None) -> dict[str, np.ndarray] | None:
+    """The entropies ``names`` (``h_x``, ``h_xab``, ...) of integer counts T (n, I, A, B), in NumPy; see :func:`information_of_counts`.
+
+    Each is :class:`TableInformation`'s value bit for bit (the same lookups, the same row sums,
+    the same elementwise operations); ``known`` ones are taken as given. None where a table's
+    total exceeds the lookup table (``_XLOGX_MAX``).
+    """
     n = T.shape[0]
     if n == 0:
-        return np.zeros(0)
+        return {e: np.zeros(0) for e in names}
     margins = {(1, 2, 3): np.ascontiguousarray(T, dtype=np.int64)}
 
     def margin(dims: tuple[int, ...]) -> np.ndarray:  # from the smallest known superset, as TableInformation
@@ -712,12 +732,7 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
         s = Lt - torch.from_numpy(rows).sum(1).numpy()[:n]
         return (np.maximum(s / tf, 0.0) + 0.0) / scale
 
-    v = h(plus[0])
-    for e in plus[1:]:
-        v = v + h(e)
-    for e in minus:
-        v = v - h(e)
-    return np.maximum(v, 0.0)
+    return {e: h(e) for e in names}
 
 
 def conditional_table(T: torch.Tensor, *, marginalize_b: bool = False, min_prob: float = 1e-10) -> torch.Tensor:
