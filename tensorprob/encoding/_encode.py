@@ -624,7 +624,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     @property
     def categories_(self) -> list[np.ndarray | None]:
         """For categorical and code columns, the value of each code (sorted); None for the others."""
-        cats = self.__dict__.get("_categories")
+        cats = self.__dict__.get("_categories", self.__dict__.get("categories_"))  # (an encoder pickled before 2026-11-27)
         if cats is None:
             raise AttributeError(f"{type(self).__name__} has no attribute 'categories_' (not fitted)")
         if isinstance(cats, _Categories):  # an array coded at once keeps its categories packed until read
