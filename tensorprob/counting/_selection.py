@@ -16,6 +16,7 @@ from ._tables import (
     _complete,
     entropies_of_counts,
     grouped_is_cheaper,
+    information_of_entropies,
     joint_table,
     one_hot,
     rows_by_class,
@@ -454,10 +455,9 @@ class SelectionData:
         (:class:`~tensorprob.counting.TableInformation`, ``n_rows``).
         """
         if self._relevance is None:
-            h, v = self._class_entropies(), None
-            if h is not None:  # the same values, in NumPy: information_of_counts's order of operations
-                v = np.maximum(h["h_x"] + h["h_b"] - h["h_xb"], 0.0)
-            mi = table_information(self.class_table, n_rows=self.n_rows).mi_x_b if v is None else torch.from_numpy(v)
+            h = self._class_entropies()  # the same values, in NumPy
+            mi = (table_information(self.class_table, n_rows=self.n_rows).mi_x_b if h is None
+                  else torch.from_numpy(information_of_entropies(h, "mi_x_b")))
             self._relevance = mi / self.log_base
         return self._relevance
 
@@ -816,38 +816,28 @@ def _pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torc
     return G.view(C, N, I, N, I).permute(3, 1, 2, 4, 0).reshape(N * N, I, I, C).to(torch.float64)
 
 
-def _bitset_pair_tables(bits: np.ndarray, bj: np.ndarray, totals: np.ndarray | None = None,
-                        tj: np.ndarray | None = None) -> np.ndarray:
-    """Counts (N, I, I) of (x_c = v, x_j = u): population counts of the ANDs of the bitsets ``bits`` (N, I, W) with ``bj`` (I, W), x_j's.
+def _bitset_pair_tables(bits: np.ndarray, bj: np.ndarray, totals: np.ndarray, tj: np.ndarray) -> np.ndarray:
+    """Counts (N, I, I) of (x_c = v, x_j = u) of complete rows from the bitsets ``bits`` (N, I, W) and ``bj`` (I, W), x_j's.
 
-    ``totals`` (N, I) and ``tj`` (I,), the rows of every (feature, value) and of x_j's values, on
-    complete rows: then only the cells with ``v`` and ``u`` below ``I - 1`` are counted, and the
-    last row and column are the margins minus the counted cells (the same integers; with 5
-    values, 16 AND-and-count passes instead of 25).
+    Only the cells with ``v`` and ``u`` below ``I - 1`` are population counts of ANDs; the last
+    row and column are the margins (``totals`` (N, I) and ``tj`` (I,), the rows of every
+    (feature, value) and of x_j's values) minus the counted cells: the same integers, with 5
+    values 16 AND-and-count passes instead of 25.
     """
     N, I, W = bits.shape
-    if totals is not None and I > 1:
-        out = np.empty((N, I, I), dtype=np.int64)
-        J = I - 1
-        step = max(1, CPU_BLOCK_BYTES // (8 * W * J))  # the AND of a block stays in cache
-        for s in range(0, N, step):
-            block = bits[s:s + step, :J]  # (b, J, W)
-            for u in range(J):
-                out[s:s + step, :J, u] = _axis_sum(np.bitwise_count(block & bj[u]), 2, np.int64)
-        inner = out[:, :J, :J]
-        out[:, :J, J] = totals[:, :J] - inner.sum(2)
-        out[:, J, :J] = tj[:J] - inner.sum(1)
-        out[:, J, J] = totals[:, J] - out[:, J, :J].sum(1)
-        return out
-    flat = bits.reshape(N * I, W)
-    out = np.empty((N * I, I), dtype=np.int64)
-    step = max(1, CPU_BLOCK_BYTES // (8 * W))  # the AND of a block stays in cache
-    for s in range(0, N * I, step):
-        block = flat[s:s + step]
-        for u in range(I):
+    out = np.empty((N, I, I), dtype=np.int64)
+    J = I - 1
+    step = max(1, CPU_BLOCK_BYTES // (8 * W * max(J, 1)))  # the AND of a block stays in cache
+    for s in range(0, N, step):
+        block = bits[s:s + step, :J]  # (b, J, W)
+        for u in range(J):
             # few words per bitset (few rows): adds of columns; NumPy reduces a short axis slowly
-            out[s:s + step, u] = _axis_sum(np.bitwise_count(block & bj[u]), 1, np.int64)
-    return out.reshape(N, I, I)
+            out[s:s + step, :J, u] = _axis_sum(np.bitwise_count(block & bj[u]), 2, np.int64)
+    inner = out[:, :J, :J]
+    out[:, :J, J] = totals[:, :J] - inner.sum(2)
+    out[:, J, :J] = tj[:J] - inner.sum(1)
+    out[:, J, J] = totals[:, J] - out[:, J, :J].sum(1)
+    return out
 
 
 #: :meth:`SelectionData._free_grouped`: the class-free tables by grouped comparisons from this many

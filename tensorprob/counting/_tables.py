@@ -286,13 +286,12 @@ def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray,
     g = 0
     while g < G:
         r0 = int(ends[g] - sizes[g])
-        if sizes[g] > cap:  # a long group: blocks of 255 rows
-            for b in range(r0, int(ends[g]), 255):
-                e = min(b + 255, int(ends[g]))
-                q = buf[:, :e - b]
-                np.equal(ordered[None, b:e], values, out=q)
-                np.add.reduce(q.view(np.uint8), axis=1, dtype=np.uint8, out=acc)
-                out[g, :V] += acc
+        if sizes[g] > cap:  # a group longer than the buffer: compared a buffer at a time
+            for b in range(r0, int(ends[g]), cap):
+                n = min(cap, int(ends[g]) - b)
+                q = buf[:, :n]
+                np.equal(ordered[None, b:b + n], values, out=q)
+                _add_byte_sums(q.view(np.uint8), 0, n, acc, out[g, :V])
             g += 1
             continue
         h = max(g + 1, int(np.searchsorted(ends, r0 + cap, side="right")))  # the groups that fit the buffer
@@ -305,12 +304,17 @@ def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray,
             if s and s <= 255:
                 np.add.reduce(u[:, r:r + s], axis=1, dtype=np.uint8, out=counts8[gg])  # at most 255 per byte: exact
             elif s:
-                for b in range(r, r + s, 255):
-                    np.add.reduce(u[:, b:min(b + 255, r + s)], axis=1, dtype=np.uint8, out=acc)
-                    out[gg, :V] += acc
+                _add_byte_sums(u, r, s, acc, out[gg, :V])
         g = h
     if counts8 is not None:
         out[short, :V] = counts8[short]
+
+
+def _add_byte_sums(u: np.ndarray, r: int, s: int, acc: np.ndarray, dst: np.ndarray) -> None:
+    """``dst`` (V, N) += the sums over rows ``r .. r + s`` of the 0/1 bytes ``u`` (V, rows, N), 255 rows at a time (exact in a byte)."""
+    for b in range(r, r + s, 255):
+        np.add.reduce(u[:, b:min(b + 255, r + s)], axis=1, dtype=np.uint8, out=acc)
+        dst += acc
 
 
 def _grouped_by_blocks(codes: np.ndarray, order: np.ndarray, a: int, ordered: np.ndarray | None, sizes: np.ndarray,
@@ -683,8 +687,12 @@ def information_of_counts(T: np.ndarray, name: str, scale: float = 1.0,
     """
     plus, minus = _QUANTITIES[name]
     h = entropies_of_counts(T, plus + minus, scale, known, total)
-    if h is None:
-        return None
+    return None if h is None else information_of_entropies(h, name)
+
+
+def information_of_entropies(h: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """The quantity ``name`` from its entropies ``h`` (NumPy), added and subtracted in :data:`_QUANTITIES`' order, at least 0."""
+    plus, minus = _QUANTITIES[name]
     v = h[plus[0]]
     for e in plus[1:]:
         v = v + h[e]

@@ -439,14 +439,14 @@ def _small_int_array(X: Any, codes: np.ndarray, limit: int) -> _Categories | Non
         for a in range(0, X.shape[0], step):
             codes[a:a + step, gaps] = lut[codes[a:a + step, gaps].astype(np.intp) + col_base]
     col, val = np.nonzero(present.numpy())  # row-major: the values of each column, sorted
-    return _split_categories((val + lo.numpy()[col]).astype(dtype), counts.numpy(), limit)
+    return _Categories((val + lo.numpy()[col]).astype(dtype), counts.numpy(), limit)
 
 
 class _Categories:
     """Per column, its sorted categories or None (left to the general path), built only when read.
 
-    ``values`` holds every handled column's categories one after another and ``counts`` their
-    numbers (0 for a column left to the general path), so an array's cardinalities and
+    ``values`` holds every column's categories one after another and ``counts`` their numbers
+    (0 for a column left to the general path: more than ``limit`` categories), so an array's cardinalities and
     completeness are read without a Python pass over its columns; the per-column arrays are cut
     on demand (:meth:`tolist`, or one by ``[j]``): 10,000 slices in a Python loop cost about
     2 ms, as much as coding the array.
@@ -487,14 +487,6 @@ class _Categories:
             else:
                 self._items = [self[j] for j in range(c.size)]
         return self._items
-
-
-def _split_categories(values: np.ndarray, counts: np.ndarray, limit: int) -> _Categories:
-    """``values`` (every column's sorted categories, one after another) cut per column by ``counts``.
-
-    A column of more than ``limit`` categories gets None (left to the general path).
-    """
-    return _Categories(values, counts, limit)
 
 
 def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.ndarray, step: int, limit: int,
@@ -541,7 +533,7 @@ def _bit_coded(X: np.ndarray, lo: np.ndarray | None, n_values: int, codes: np.nd
             np.copyto(codes[a:a + step], d, casting="unsafe")
     base = np.zeros(N, dtype=np.int64) if lo is None else lo.astype(np.int64)
     col, val = np.nonzero(present)  # row-major: the values of each column, sorted
-    return _split_categories((val + base[col]).astype(dtype), counts, limit)
+    return _Categories((val + base[col]).astype(dtype), counts, limit)
 
 
 def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:
@@ -752,7 +744,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             kinds, cats, lookup = ["categorical"] * n_cols, fast, [None] * n_cols  # cut when read
             by_column = False
         if by_column and cols is None:
-            cols = list(X.T)  # the column views (as _columns makes them)
+            cols = _columns(X)[0]
         for j, col in enumerate(cols if by_column else ()):
             if fast is not None and fast[j] is not None:  # categories by value, codes already written
                 kinds.append("categorical")
