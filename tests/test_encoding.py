@@ -271,13 +271,14 @@ def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch)
     np.testing.assert_array_equal(fast.transform(X), codes)
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(7))
 @pytest.mark.parametrize("bits", [True, False])
 def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, monkeypatch):
     # _bit_coded (values of a column as the bits of one mask, codes by popcount) against the
     # per-column path: masks of 8, 16, 32 and 64 bits, values in [0, 64) with offsets and gaps,
-    # negative minima, several row blocks (a tiny memory budget); bits=False: NumPy without
-    # bitwise_count takes the comparison and bincount paths
+    # negative minima, several row blocks (a tiny memory budget), odd numbers of rows (the
+    # halving OR); case 6: few columns with gaps among many (only those are renumbered);
+    # bits=False: NumPy without bitwise_count takes the comparison and bincount paths
     from tensorprob.encoding import _encode
 
     rng = np.random.default_rng(100 + case)
@@ -287,8 +288,13 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
          np.stack([rng.integers(0, 32, M), rng.integers(0, 64, M), rng.integers(0, 4, M) * 21], 1),
          np.stack([rng.integers(-40, 20, M), rng.integers(-9, -1, M) * 3, rng.integers(100, 160, M)], 1),
          rng.integers(0, 5, (M, 40)),
-         np.stack([rng.integers(0, 63, M), np.full(M, 63), rng.integers(0, 2, M) * 63], 1)][case]
-    X = X.astype([np.int64, np.uint8, np.int16, np.int32, np.int8, np.uint64][case])
+         np.stack([rng.integers(0, 63, M), np.full(M, 63), rng.integers(0, 2, M) * 63], 1),
+         rng.integers(0, 4, (M - 1, 50))][case]
+    if case == 6:
+        X[:, 3] += 1  # no 0
+        X[:, 17] = np.where(X[:, 17] == 2, 5, X[:, 17])  # 0, 1, 3, 5
+        X[:, 40] = 7
+    X = X.astype([np.int64, np.uint8, np.int16, np.int32, np.int8, np.uint64, np.uint8][case])
     if not bits:
         monkeypatch.delattr(np, "bitwise_count", raising=False)
     with tp.config_context(memory_budget=65536):  # row blocks of a few hundred rows
@@ -301,6 +307,38 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
     assert fast.kinds_ == slow.kinds_
     for a, b in zip(fast.categories_, slow.categories_):
         assert (a is None and b is None) or (np.array_equal(a, b) and a.dtype == b.dtype)
+
+
+def test_or_over_rows_reads_every_row():
+    # the halving OR of _bit_coded's masks against NumPy's reduction: each row holds its own bit,
+    # so a row left out (an odd count at any level of the halving) changes the result
+    from tensorprob.encoding._encode import _or_over_rows
+
+    rng = np.random.default_rng(3)
+    for n in range(1, 65):
+        for width in (1, 7, 2048):
+            b = np.left_shift(np.uint64(1), rng.permutation(64)[:n].astype(np.uint64))[:, None] * np.ones(width, np.uint64)
+            np.testing.assert_array_equal(_or_over_rows(b), np.bitwise_or.reduce(b, axis=0))
+            assert int(np.bitwise_count(_or_over_rows(b)[0])) == n
+
+
+def test_packed_categories_pickled_in_the_former_layout_still_read():
+    # an encoder pickled while its categories were stored as values and ends (before the
+    # values were built from bitmasks on demand) unpickles to the same categories
+    import pickle
+
+    from tensorprob.encoding._encode import _Categories
+
+    X = np.stack([np.arange(12) % 3, np.arange(12) % 2 + 4, np.full(12, 9)], 1)
+    enc = tp.Encoder().fit(X)
+    old = _Categories.__new__(_Categories)
+    old.__dict__.update(values=np.array([0, 1, 2, 4, 5, 9]), ends=np.array([3, 5, 6]), counts=np.array([3, 2, 1]),
+                        _items=None)
+    vars(enc)["_categories"] = old
+    again = pickle.loads(pickle.dumps(enc))
+    assert [c.tolist() for c in again.categories_] == [[0, 1, 2], [4, 5], [9]]
+    fresh = pickle.loads(pickle.dumps(tp.Encoder().fit(X)))  # the current layout (bitmasks), unread
+    assert [c.tolist() for c in fresh.categories_] == [[0, 1, 2], [4, 5], [9]]
 
 
 def test_categories_of_a_coded_array_are_cut_when_read(monkeypatch):
