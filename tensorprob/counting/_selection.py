@@ -725,12 +725,22 @@ class SelectionData:
         """``h_x``, ``h_b``, ``h_xb`` (nats, NumPy) of the class table's integer counts on the CPU, computed once; else None.
 
         What both the relevance and :meth:`marginal_entropies` read (the arcene shape, 10,000
-        tables: 2.4 ms each time). None off the CPU, with missing entries or weights.
+        tables: 2.4 ms each time). None off the CPU, with missing entries or weights. Without
+        either, every table holds all the rows, and its class margin is the class counts: each
+        total is the number of rows, and ``h_b`` is computed from the first table (the same
+        operations on the same counts give the same value in every table).
         """
         if self._class_h is None:
             T = self.class_table
             ok = T.device.type == "cpu" and self.n_rows is None and not self._weighted  # integer counts
-            h = entropies_of_counts(T.numpy().astype(np.int64), ("h_x", "h_b", "h_xb")) if ok else None
+            h = None
+            if ok and T.shape[0]:
+                counts, total = T.numpy().astype(np.int64), self.n_total
+                h_b = entropies_of_counts(counts[:1], ("h_b",), total=total)
+                h = None if h_b is None else {"h_b": np.repeat(h_b["h_b"], T.shape[0]),
+                                              **entropies_of_counts(counts, ("h_x", "h_xb"), total=total)}
+            elif ok:
+                h = entropies_of_counts(T.numpy().astype(np.int64), ("h_x", "h_b", "h_xb"))
             self._class_h = False if h is None else h
         return self._class_h or None
 

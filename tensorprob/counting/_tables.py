@@ -721,11 +721,11 @@ def entropies_of_counts(T: np.ndarray, names: tuple[str, ...], scale: float = 1.
             src = min((d for d in margins if set(dims) < set(d)), key=lambda d: margins[d].size)
             m = margins[src]
             for axis in sorted((1 + i for i, d in enumerate(src) if d not in dims), reverse=True):
-                m = _axis_sum(m, axis)
+                m = m.reshape(m.shape[:axis] + m.shape[axis + 1:]) if m.shape[axis] == 1 else _axis_sum(m, axis)
             margins[dims] = m
         return m
 
-    t = margin((1,)).sum(1) if total is None else np.full(n, int(total), dtype=np.int64)
+    t = _axis_sum(margin((1,)), 1) if total is None else np.full(n, int(total), dtype=np.int64)
     if int(t.max()) > _XLOGX_MAX:
         return None
     L = _xlogx(int(t.max()), torch.device("cpu")).numpy()
