@@ -453,6 +453,11 @@ def _xlogx(n: int, device: torch.device) -> torch.Tensor:
 
 _NAMES = {1: "x", 2: "a", 3: "b"}
 
+#: The dims of each entropy's margin (``h_xb``: x and b, dims 1 and 3).
+_ENTROPY_DIMS = {"h_" + "".join(_NAMES[d] for d in dims): dims
+                 for dims in ((1,), (2,), (3,), (1, 2), (1, 3), (2, 3), (1, 2, 3))}
+_CPU = torch.device("cpu")
+
 #: Each information as the entropies added, then those subtracted, in this order (it decides the
 #: last bit, and selections compare these values): :class:`TableInformation` and
 #: :func:`information_of_counts` both read it.
@@ -715,27 +720,33 @@ def entropies_of_counts(T: np.ndarray, names: tuple[str, ...], scale: float = 1.
         return {e: np.zeros(0) for e in names}
     margins = {(1, 2, 3): np.ascontiguousarray(T, dtype=np.int64)}
 
-    def margin(dims: tuple[int, ...]) -> np.ndarray:  # from the smallest known superset, as TableInformation
+    def margin(dims: tuple[int, ...]) -> np.ndarray:  # integer sums: exact from any margin that holds dims
         m = margins.get(dims)
         if m is None:
-            src = min((d for d in margins if set(dims) < set(d)), key=lambda d: margins[d].size)
+            src = (1, 2, 3)
+            for d in margins:
+                if len(d) < len(src) and set(dims) < set(d):
+                    src = d
             m = margins[src]
-            for axis in sorted((1 + i for i, d in enumerate(src) if d not in dims), reverse=True):
-                m = m.reshape(m.shape[:axis] + m.shape[axis + 1:]) if m.shape[axis] == 1 else _axis_sum(m, axis)
+            for axis in range(len(src), 0, -1):
+                if src[axis - 1] not in dims:
+                    m = m.reshape(m.shape[:axis] + m.shape[axis + 1:]) if m.shape[axis] == 1 else _axis_sum(m, axis)
             margins[dims] = m
         return m
 
-    t = _axis_sum(margin((1,)), 1) if total is None else np.full(n, int(total), dtype=np.int64)
-    if int(t.max()) > _XLOGX_MAX:
+    # every table's total, its m log m and its divisor: scalars when the caller gives the total
+    # (the same float64 operations broadcast, so the same values)
+    t = _axis_sum(margin((1,)), 1) if total is None else int(total)
+    top = int(t.max()) if total is None else t
+    if top > _XLOGX_MAX:
         return None
-    L = _xlogx(int(t.max()), torch.device("cpu")).numpy()
-    Lt, tf = L[t], np.maximum(t, 1).astype(np.float64)
-    dims_of = {v: k for k, v in _NAMES.items()}
+    L = _xlogx(top, _CPU).numpy()
+    Lt, tf = L[t], (np.maximum(t, 1).astype(np.float64) if total is None else float(max(t, 1)))
 
     def h(entropy: str) -> np.ndarray:
         if known is not None and entropy in known:
             return known[entropy]
-        rows = L.take(margin(tuple(sorted(dims_of[c] for c in entropy[2:]))).reshape(n, -1))
+        rows = L.take(margin(_ENTROPY_DIMS[entropy]).reshape(n, -1))
         rows = np.repeat(rows, 2, axis=0) if n == 1 else rows  # a threaded sum may split a lone row
         s = Lt - torch.from_numpy(rows).sum(1).numpy()[:n]
         return (np.maximum(s / tf, 0.0) + 0.0) / scale
