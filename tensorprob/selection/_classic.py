@@ -375,6 +375,7 @@ class CMIMCriterion(_SumsCriterion):
         if self.lazy_:
             self.open[j] = False
             self.order = np.append(self.order, j)
+            self._p[j] = -math.inf  # a selected feature's bound is never read again: below every candidate's
         else:
             self.partial = torch.minimum(self.partial, self.data.pair_information(j).cmi_x_b_given_a)
         super().update(j)
@@ -412,6 +413,8 @@ class CMIMCriterion(_SumsCriterion):
         """
         t = len(self.selected)
         p, seen = self._p, self.seen
+        if self.held is None and t > 0:
+            return self._lazy_step(t)
         avail = self.open
         if self.held is not None and t < self.n_observed:
             avail = avail & ~self.held  # the driver holds these back (they score 0 anyway)
@@ -433,6 +436,42 @@ class CMIMCriterion(_SumsCriterion):
             else:
                 self._catch_up(stale, depth)
                 depth *= 2
+
+    def _lazy_step(self, t: int) -> np.ndarray:
+        """:meth:`_lazy_scores` of step ``t > 0`` without held features, on the few candidates still in play.
+
+        The same rounds, but each reads only what can change: the selected features hold a
+        bound of -inf, so the seed is the top ``seed`` of the bounds themselves; the best exact
+        score rises only as candidates of the rounds become exact; and a candidate left out
+        of a round (its bound below the threshold) stays out, as bounds only fall and the
+        threshold only rises. One pass over all candidates after the seed, then every round
+        on its own stale ones, instead of three passes over all per round. Should a
+        candidate be exact already (scored twice in a step), the best is only underestimated:
+        more candidates are brought up to date, none wrongly left out.
+        """
+        p, seen = self._p, self.seen
+        n_open = p.size - t
+        if n_open <= 0:
+            return np.full(p.size, -math.inf)
+        tol = 2 * tie_tolerance(torch.float64)
+        if n_open > self.seed:  # the highest bounds, fully (torch's top-k: one pass)
+            stale = np.sort(torch.topk(torch.from_numpy(p), self.seed, sorted=False).indices.numpy())
+        else:
+            stale = np.flatnonzero(self.open)
+        self._catch_up(stale, t)
+        best = float(p[stale].max())
+        thr = best - tol * max(abs(best), 1.0)
+        stale = np.flatnonzero((p >= thr) & (seen < t))  # the selected (-inf) never reach thr
+        depth = self.depth
+        while stale.size:
+            self._catch_up(stale, depth)
+            ps, done = p[stale], seen[stale] == t
+            if done.any():
+                best = max(best, float(ps[done].max()))
+                thr = best - tol * max(abs(best), 1.0)
+            stale = stale[~done & (ps >= thr)]
+            depth *= 2
+        return np.where(seen == t, p, -math.inf)
 
 
 def cmim_criterion(variant: str = "brown", lazy: bool | str = "auto") -> CMIMCriterion:
