@@ -171,6 +171,24 @@ def test_grouped_counts_equal_a_bincount(complete, itype, shape, G):
     np.testing.assert_array_equal(got, _grouped_reference(codes, key, G, card))
 
 
+@pytest.mark.parametrize("complete", [True, False])
+@pytest.mark.parametrize("N", [1, 7, 36, 100, 511])
+def test_folded_grouped_counts_equal_a_bincount(complete, N):
+    """Narrow rows read r at a time (_grouped_folded): groups shorter than one fold, of whole folds
+    exactly, with a tail, empty, and longer than 255 folds, every column count equal to the
+    bincount's."""
+    from tensorprob.counting import _tables
+
+    rng = np.random.default_rng(N)
+    r = 1 << ((_tables._FOLD_WIDTH // N).bit_length() - 1)
+    sizes = [3, 0, r, 2 * r + 5, 1, 255 * r + r + 2 if N == 1 else 400 * r + 1]
+    key = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    key = np.concatenate([key, -np.ones(7, dtype=key.dtype)])  # rows left out
+    codes = rng.integers(0 if complete else -1, 6, (key.size, N)).astype(np.int8)
+    got = _tables.grouped_counts(codes, key, len(sizes), 6, complete)
+    np.testing.assert_array_equal(got, _grouped_reference(codes, key, len(sizes), 6))
+
+
 @pytest.mark.parametrize("row_major", [True, False])
 def test_class_free_grouped_tables_equal_the_bitsets(row_major, monkeypatch, dtype):
     """Many features of few rows: the class-free tables by grouped comparisons (_free_grouped) equal

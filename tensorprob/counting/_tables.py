@@ -237,7 +237,8 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
         out[...] = 0
         return out
     key = np.asarray(key, dtype=np.int64)
-    order = np.argsort(key, kind="stable")
+    # a stable sort of 16-bit keys is NumPy's radix sort (satimage's 6,435 rows: 3x faster)
+    order = np.argsort(key.astype(np.int16) if n_groups < 2**15 else key, kind="stable")
     kept = key >= 0
     sizes = np.bincount(key[kept], minlength=n_groups)
     V = card - 1 if complete else card
@@ -254,6 +255,8 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
         # wide rows (MNIST-5k's 50 groups of 100 rows, the arcene shape's 40,000-byte rows)
         # keep the blocks, whose buffer stays smaller
         _grouped_in_runs(ordered, sizes, values, out)
+    elif ordered is not None and N < _FOLD_WIDTH // 2:
+        _grouped_folded(ordered, sizes, values, out)
     else:
         _grouped_by_blocks(codes, order, a, ordered, sizes, values, rows, out)
     if V < card:
@@ -308,6 +311,54 @@ def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray,
         g = h
     if counts8 is not None:
         out[short, :V] = counts8[short]
+
+
+#: Bytes per folded row of :func:`_grouped_folded`: enough for NumPy's inner loops to run long.
+_FOLD_WIDTH = 1024
+
+
+def _grouped_folded(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+    """:func:`grouped_counts` of narrow rows already in key order, ``r`` rows read as one.
+
+    On rows of a few dozen columns, every comparison or byte sum over rows makes one short
+    NumPy inner loop per row (chess's 36 columns: most of the time goes to loop calls). A
+    group's run of rows is contiguous, so its first ``r * floor(s / r)`` rows are a
+    ``(s / r, r N)`` view: the counts of that view's ``r N`` columns, folded back over the
+    ``r`` row positions (a power of two: halving adds over all groups at once), are the
+    group's counts (exact integer sums, in any order); the last ``s mod r`` rows of every
+    group are counted together, their comparisons summed per group in one call.
+    """
+    V, N = values.shape[0], ordered.shape[1]
+    G = sizes.size
+    r = 1 << max(0, (_FOLD_WIDTH // N).bit_length() - 1)
+    W = r * N
+    cap = max(1, min(255, _GROUPED_BLOCK_BYTES // (V * W)))  # folded rows per byte sum: exact in a byte
+    eq = np.empty((V, cap, W), dtype=np.bool_)
+    acc = np.empty((V, W), dtype=np.uint8)
+    wide = np.zeros((G, V, W), dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    whole = sizes // r
+    for g in np.flatnonzero(whole).tolist():
+        q, r0 = int(whole[g]), int(starts[g])
+        flat = ordered[r0:r0 + q * r].reshape(q, W)
+        for b in range(0, q, cap):
+            n = min(cap, q - b)
+            u = eq[:, :n]
+            np.equal(flat[None, b:b + n], values, out=u)
+            np.add.reduce(u.view(np.uint8), axis=1, dtype=np.uint8, out=acc)
+            wide[g] += acc
+    w = wide.reshape(G, V, r, N)
+    while r > 1:  # the row positions summed by halving
+        r //= 2
+        w[:, :, :r] += w[:, :, r:2 * r]
+    out[:, :V] = w[:, :, 0]
+    tails = sizes - whole * (W // N)
+    has = np.flatnonzero(tails)
+    if has.size:  # the rows past each group's last whole fold, every group's together
+        first = starts[has] + whole[has] * (W // N)
+        rows = np.repeat(first - np.cumsum(tails[has]) + tails[has], tails[has]) + np.arange(int(tails[has].sum()))
+        hit = ordered[None, rows] == values  # (V, rows, N)
+        out[has, :V] += np.add.reduceat(hit, np.cumsum(tails[has]) - tails[has], axis=1, dtype=np.int64).transpose(1, 0, 2)
 
 
 def _add_byte_sums(u: np.ndarray, r: int, s: int, acc: np.ndarray, dst: np.ndarray) -> None:
