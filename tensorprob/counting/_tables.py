@@ -429,11 +429,17 @@ def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, c
     return out
 
 
-def one_hot(x: torch.Tensor, card: int, dtype: torch.dtype) -> torch.Tensor:
-    """One-hot codes (m, n * card) in ``dtype`` of integer codes ``x`` (m, n); a missing (-1) code is a row of zeros."""
+def one_hot(x: torch.Tensor, card: int, dtype: torch.dtype, drop_last: bool = False) -> torch.Tensor:
+    """One-hot codes (m, n * card) in ``dtype`` of integer codes ``x`` (m, n); a missing (-1) code is a row of zeros.
+
+    ``drop_last``: (m, n * (card - 1)), without the columns of value ``card - 1`` (which then
+    also codes as zeros).
+    """
     x = x.to(torch.int64)
-    E = torch.zeros(*x.shape, card, dtype=dtype, device=x.device)
-    E.scatter_(2, x.clamp_min(0).unsqueeze(2), (x >= 0).to(dtype).unsqueeze(2))
+    width = card - 1 if drop_last else card
+    E = torch.zeros(*x.shape, width, dtype=dtype, device=x.device)
+    hit = (x >= 0) & (x < width) if drop_last else x >= 0
+    E.scatter_(2, x.clamp(0, width - 1).unsqueeze(2), hit.to(dtype).unsqueeze(2))
     return E.view(x.shape[0], -1)
 
 
