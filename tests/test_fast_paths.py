@@ -171,15 +171,16 @@ def test_grouped_counts_equal_a_bincount(complete, itype, shape, G):
     np.testing.assert_array_equal(got, _grouped_reference(codes, key, G, card))
 
 
-@pytest.mark.parametrize("I, C", [(2, 1), (3, 2), (6, 3), (5, 7)])
-def test_pair_products_without_last_values_equal_the_full_products(I, C, monkeypatch):
+@pytest.mark.parametrize("I, C, N", [(2, 1, 9), (3, 2, 9), (6, 3, 9), (5, 7, 9), (5, 2, 40), (3, 1, 300)])
+def test_pair_products_without_last_values_equal_the_full_products(I, C, N, monkeypatch):
     """The one-hot Gram matrices of complete rows without every feature's last value, the last
-    values' cells from the margins: the full products' counts, with an empty class, a feature of
-    fewer values than I and a constant one, in blocks of rows (a small memory budget)."""
+    values' cells from the margins, and (128 columns and more) only the blocks on and above the
+    diagonal multiplied: every pair's counts equal one bincount's, with an empty class, a feature
+    of fewer values than I and a constant one, in blocks of rows (a small memory budget)."""
     from tensorprob.counting._selection import _pair_products
 
-    rng = np.random.default_rng(I * 10 + C)
-    M, N = 500, 9
+    rng = np.random.default_rng(I * 10 + C + N)
+    M = 300
     X = rng.integers(0, I, (M, N))
     X[:, 2] %= max(1, I - 1)  # never the last value
     X[:, 5] = I - 1  # always the last value
@@ -189,10 +190,11 @@ def test_pair_products_without_last_values_equal_the_full_products(I, C, monkeyp
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
     with tp.config_context(memory_budget=200_000):
         got = _pair_products(Xt, I, yt, C, None, complete=True)
-        ref = _pair_products(Xt, I, yt, C, None, complete=False)
-    assert torch.equal(got, ref)
-    keys = ((X[:, None, :] * I + X[:, :, None]) * C + y[:, None, None]).reshape(M, -1)  # (j, c) pairs
-    counts = np.stack([np.bincount(keys[:, p], minlength=I * I * C) for p in range(N * N)])
+        full = _pair_products(Xt, I, yt, C, None, complete=False)
+    assert torch.equal(got, full)
+    cell = (X[:, None, :] * I + X[:, :, None]) * C + y[:, None, None]  # (rows, j, c): (x_c, x_j, class)
+    keys = cell.reshape(M, -1) + np.arange(N * N)[None, :] * (I * I * C)
+    counts = np.bincount(keys.ravel(), minlength=N * N * I * I * C).reshape(N * N, -1)
     np.testing.assert_array_equal(got.reshape(N * N, -1).numpy(), counts)
 
 

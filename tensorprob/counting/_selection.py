@@ -825,14 +825,25 @@ def _pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torc
     order, sizes = rows_by_class(y, C)  # each class a contiguous run of rows
     ends = np.cumsum(sizes).tolist()
     step = max(1, min(M, get_config()["memory_budget"] // max(1, 16 * N * I)))
+    # E^T W E is symmetric: only the blocks on and above the diagonal are multiplied, then
+    # mirrored (3 blocks: 6 products of a ninth instead of the whole; splice's 300 columns 6.1 ->
+    # 4.5 ms; under 128 columns one product is faster)
+    n = N * J
+    parts = 1 if n < 128 else 3 if n < 768 else 4
+    cuts = [round(i * n / parts) for i in range(parts + 1)]
+    blocks = [(slice(cuts[a], cuts[a + 1]), slice(cuts[b], cuts[b + 1])) for a in range(parts) for b in range(a, parts)]
     for k in range(C):
         for s in range(ends[k - 1] if k else 0, ends[k], step):
             rows = order[s:min(s + step, ends[k])]
             E = one_hot(codes.index_select(0, rows), I, gt, drop_last=drop)
             wE = E if w is None else E * w.index_select(0, rows).to(gt)[:, None]
-            G[k].addmm_(wE.T, E)
+            for A, B in blocks:
+                G[k, A, B].addmm_(wE[:, A].T, E[:, B])
             if drop:
                 m[k] += E.sum(0)
+    for A, B in blocks:
+        if A != B:
+            G[:, B, A] = G[:, A, B].transpose(1, 2)
     if drop:  # the cells of the last values, from the margins
         g, mv = G.view(C, N, J, N, J), m.view(C, N, J)
         full = torch.empty(C, N, I, N, I, dtype=gt, device=dev)
