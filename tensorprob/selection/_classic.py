@@ -252,11 +252,13 @@ def _pair_cmi_numpy(d: SelectionData, ct: np.ndarray, class_t: np.ndarray, cand:
     return out
 
 
-def pair_class_codes(data: SelectionData, codes_t: torch.Tensor | None) -> np.ndarray | None:
+def pair_class_codes(data: SelectionData, codes_t: torch.Tensor | None, empty: bool = False) -> np.ndarray | None:
     """``x_n * C + class`` of every feature (N, M), NumPy: :func:`pair_cmi`'s operand on the CPU; else None.
 
     None unless the rows are complete, unweighted and in memory on the CPU in one process
-    (``codes_t``, :func:`pair_codes`, on the CPU).
+    (``codes_t``, :func:`pair_codes`, on the CPU). ``empty``: the array uninitialized, for a
+    caller that writes the rows it reads (a pair reads only its selected feature's row: a lazy
+    CMIM writes the row of each pick, on the arcene shape 50 rows instead of 10,000).
     """
     d = data
     if (codes_t is None or codes_t.device.type != "cpu" or not d.complete or d._weighted or d.distributed
@@ -265,6 +267,8 @@ def pair_class_codes(data: SelectionData, codes_t: torch.Tensor | None) -> np.nd
     C = d.n_classes
     cells = d.max_card * C
     dt = np.int8 if cells <= 2**7 else np.int16 if cells <= 2**15 else np.int32 if cells <= 2**31 else np.int64
+    if empty:
+        return np.empty(tuple(codes_t.shape), dtype=dt)
     return np.add(np.multiply(codes_t.numpy(), C, dtype=dt), d.y.numpy().astype(dt))
 
 
@@ -366,7 +370,10 @@ class CMIMCriterion(_SumsCriterion):
             # the codes one row per feature (a pair's two columns are two contiguous rows); streamed
             # data are transposed block by block as they are read
             self.codes_t = None if data.stream is not None else pair_codes(data.codes, data.max_card)
-            self.class_t = pair_class_codes(data, self.codes_t)  # the CPU's NumPy path, else None
+            # the CPU's NumPy path, else None; the row of each pick is written when it is picked
+            self.class_t = pair_class_codes(data, self.codes_t, empty=True)
+            if self.class_t is not None:  # what update needs to write a row (x_j * C + class)
+                self._class_row = (self.codes_t.numpy(), data.n_classes, data.y.numpy().astype(self.class_t.dtype))
             held = data.unobserved
             self.held = None if held is None or not bool(held.any()) else held.cpu().numpy()
             self.n_observed = N - (0 if self.held is None else int(self.held.sum()))
@@ -375,6 +382,9 @@ class CMIMCriterion(_SumsCriterion):
         if self.lazy_:
             self.open[j] = False
             self.order = np.append(self.order, j)
+            if self.class_t is not None:  # pair_class_codes' row of the pick
+                ct, C, y = self._class_row
+                np.add(np.multiply(ct[j], C, dtype=self.class_t.dtype), y, out=self.class_t[j])
             self._p[j] = -math.inf  # a selected feature's bound is never read again: below every candidate's
         else:
             self.partial = torch.minimum(self.partial, self.data.pair_information(j).cmi_x_b_given_a)
