@@ -734,13 +734,11 @@ class SelectionData:
             T = self.class_table
             ok = T.device.type == "cpu" and self.n_rows is None and not self._weighted  # integer counts
             h = None
-            if ok and T.shape[0]:
+            if ok:
                 counts, total = T.numpy().astype(np.int64), self.n_total
                 h_b = entropies_of_counts(counts[:1], ("h_b",), total=total)
                 h = None if h_b is None else {"h_b": np.repeat(h_b["h_b"], T.shape[0]),
                                               **entropies_of_counts(counts, ("h_x", "h_xb"), total=total)}
-            elif ok:
-                h = entropies_of_counts(T.numpy().astype(np.int64), ("h_x", "h_b", "h_xb"))
             self._class_h = False if h is None else h
         return self._class_h or None
 

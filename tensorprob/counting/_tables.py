@@ -38,7 +38,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from .._device import block_budget, chunk_ranges
+from .._device import block_budget, chunk_ranges, halving_reduce
 
 
 def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
@@ -290,11 +290,7 @@ def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray,
     while g < G:
         r0 = int(ends[g] - sizes[g])
         if sizes[g] > cap:  # a group longer than the buffer: compared a buffer at a time
-            for b in range(r0, int(ends[g]), cap):
-                n = min(cap, int(ends[g]) - b)
-                q = buf[:, :n]
-                np.equal(ordered[None, b:b + n], values, out=q)
-                _add_byte_sums(q.view(np.uint8), 0, n, acc, out[g, :V])
+            _add_value_counts(ordered[r0:int(ends[g])], values, buf, acc, out[g, :V])
             g += 1
             continue
         h = max(g + 1, int(np.searchsorted(ends, r0 + cap, side="right")))  # the groups that fit the buffer
@@ -340,25 +336,25 @@ def _grouped_folded(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, 
     whole = sizes // r
     for g in np.flatnonzero(whole).tolist():
         q, r0 = int(whole[g]), int(starts[g])
-        flat = ordered[r0:r0 + q * r].reshape(q, W)
-        for b in range(0, q, cap):
-            n = min(cap, q - b)
-            u = eq[:, :n]
-            np.equal(flat[None, b:b + n], values, out=u)
-            np.add.reduce(u.view(np.uint8), axis=1, dtype=np.uint8, out=acc)
-            wide[g] += acc
-    w = wide.reshape(G, V, r, N)
-    while r > 1:  # the row positions summed by halving
-        r //= 2
-        w[:, :, :r] += w[:, :, r:2 * r]
-    out[:, :V] = w[:, :, 0]
-    tails = sizes - whole * (W // N)
+        _add_value_counts(ordered[r0:r0 + q * r].reshape(q, W), values, eq, acc, wide[g])
+    out[:, :V] = halving_reduce(np.moveaxis(wide.reshape(G, V, r, N), 2, 0), np.add)  # the r row positions
+    tails = sizes - whole * r
     has = np.flatnonzero(tails)
     if has.size:  # the rows past each group's last whole fold, every group's together
-        first = starts[has] + whole[has] * (W // N)
-        rows = np.repeat(first - np.cumsum(tails[has]) + tails[has], tails[has]) + np.arange(int(tails[has].sum()))
+        t = tails[has]
+        at = np.cumsum(t) - t  # where each group's leftover rows start among them all
+        rows = np.repeat(starts[has] + whole[has] * r - at, t) + np.arange(int(t.sum()))
         hit = ordered[None, rows] == values  # (V, rows, N)
-        out[has, :V] += np.add.reduceat(hit, np.cumsum(tails[has]) - tails[has], axis=1, dtype=np.int64).transpose(1, 0, 2)
+        out[has, :V] += np.add.reduceat(hit, at, axis=1, dtype=np.int64).transpose(1, 0, 2)
+
+
+def _add_value_counts(src: np.ndarray, values: np.ndarray, buf: np.ndarray, acc: np.ndarray, dst: np.ndarray) -> None:
+    """``dst`` (V, W) += the rows of ``src`` (n, W) equal to each value (V, 1, 1), compared ``buf.shape[1]`` rows at a time."""
+    cap = buf.shape[1]
+    for b in range(0, src.shape[0], cap):
+        q = buf[:, :min(cap, src.shape[0] - b)]
+        np.equal(src[None, b:b + q.shape[1]], values, out=q)
+        _add_byte_sums(q.view(np.uint8), 0, q.shape[1], acc, dst)
 
 
 def _add_byte_sums(u: np.ndarray, r: int, s: int, acc: np.ndarray, dst: np.ndarray) -> None:

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from .._config import get_config
-from .._device import chunk_rows
+from .._device import chunk_rows, halving_reduce
 from .._docstrings import fill_doc
 from ._discretize import Discretizer
 
@@ -588,18 +588,11 @@ def _or_over_rows(b: np.ndarray) -> np.ndarray:
     n = b.shape[0]
     if b.shape[1] >= 2048 or n < 4:
         return np.bitwise_or.reduce(b, axis=0)
-    h = n // 2
+    h = n // 2  # the first halving into a new array (b is the caller's), the rest in place
     acc = np.bitwise_or(b[:h], b[h:2 * h])
     if n & 1:
         acc[0] |= b[n - 1]
-    n = h
-    while n > 1:
-        h = n // 2
-        np.bitwise_or(acc[:h], acc[h:2 * h], out=acc[:h])
-        if n & 1:
-            acc[0] |= acc[n - 1]
-        n = h
-    return acc[0].copy()
+    return halving_reduce(acc, np.bitwise_or).copy()
 
 
 def _categorical_numbers(vals: np.ndarray, limit: int, uniq: np.ndarray | None = None) -> bool:

@@ -372,8 +372,8 @@ class CMIMCriterion(_SumsCriterion):
             self.codes_t = None if data.stream is not None else pair_codes(data.codes, data.max_card)
             # the CPU's NumPy path, else None; the row of each pick is written when it is picked
             self.class_t = pair_class_codes(data, self.codes_t, empty=True)
-            if self.class_t is not None:  # what update needs to write a row (x_j * C + class)
-                self._class_row = (self.codes_t.numpy(), data.n_classes, data.y.numpy().astype(self.class_t.dtype))
+            if self.class_t is not None:  # the class in class_t's dtype, for update's rows
+                self._class_y = data.y.numpy().astype(self.class_t.dtype)
             held = data.unobserved
             self.held = None if held is None or not bool(held.any()) else held.cpu().numpy()
             self.n_observed = N - (0 if self.held is None else int(self.held.sum()))
@@ -383,8 +383,8 @@ class CMIMCriterion(_SumsCriterion):
             self.open[j] = False
             self.order = np.append(self.order, j)
             if self.class_t is not None:  # pair_class_codes' row of the pick
-                ct, C, y = self._class_row
-                np.add(np.multiply(ct[j], C, dtype=self.class_t.dtype), y, out=self.class_t[j])
+                np.add(np.multiply(self.codes_t.numpy()[j], self.data.n_classes, dtype=self.class_t.dtype),
+                       self._class_y, out=self.class_t[j])
             self._p[j] = -math.inf  # a selected feature's bound is never read again: below every candidate's
         else:
             self.partial = torch.minimum(self.partial, self.data.pair_information(j).cmi_x_b_given_a)
@@ -420,58 +420,35 @@ class CMIMCriterion(_SumsCriterion):
         its next ``depth`` features, ``depth`` doubling each round, until no stale candidate's
         bound does. A stale candidate left out scores below the threshold of the true maximum,
         so it can neither win nor tie: the driver's pick and value are the eager ones.
+
+        Each round reads only what can change: the selected features hold a bound of -inf, so
+        the seed is the top ``seed`` of the bounds themselves; the best exact score rises only
+        as candidates of the rounds become exact; and a candidate left out of a round (its bound
+        below the threshold) stays out, as bounds only fall and the threshold only rises. One
+        pass over all candidates after the seed, then every round on its own stale ones. Should
+        a candidate be exact already (scored twice in a step), the best is only underestimated:
+        more candidates are brought up to date, none wrongly left out.
         """
         t = len(self.selected)
         p, seen = self._p, self.seen
-        if self.held is None and t > 0:
-            return self._lazy_step(t)
-        avail = self.open
-        if self.held is not None and t < self.n_observed:
-            avail = avail & ~self.held  # the driver holds these back (they score 0 anyway)
-        tol = 2 * tie_tolerance(torch.float64)
-        depth = 0
-        while True:
-            exact = avail & (seen == t)
-            best = float(np.where(exact, p, -math.inf).max())
-            thr = best - tol * max(abs(best), 1.0)
-            stale = np.flatnonzero(avail & (seen < t) & (p >= thr))
-            if stale.size == 0:
-                return np.where(exact, p, -math.inf)
-            if depth == 0:  # the seed: the highest bounds, fully
-                if stale.size > self.seed:  # torch's top-k: one pass (NumPy's argpartition: 3x slower on 10,000)
-                    top = torch.topk(torch.from_numpy(p[stale]), self.seed, sorted=False).indices.numpy()
-                    stale = np.sort(stale[top])
-                self._catch_up(stale, t)
-                depth = self.depth
-            else:
-                self._catch_up(stale, depth)
-                depth *= 2
-
-    def _lazy_step(self, t: int) -> np.ndarray:
-        """:meth:`_lazy_scores` of step ``t > 0`` without held features, on the few candidates still in play.
-
-        The same rounds, but each reads only what can change: the selected features hold a
-        bound of -inf, so the seed is the top ``seed`` of the bounds themselves; the best exact
-        score rises only as candidates of the rounds become exact; and a candidate left out
-        of a round (its bound below the threshold) stays out, as bounds only fall and the
-        threshold only rises. One pass over all candidates after the seed, then every round
-        on its own stale ones, instead of three passes over all per round. Should a
-        candidate be exact already (scored twice in a step), the best is only underestimated:
-        more candidates are brought up to date, none wrongly left out.
-        """
-        p, seen = self._p, self.seen
-        n_open = p.size - t
-        if n_open <= 0:
+        # the candidates: the open features, less those the driver holds back (they score 0 anyway)
+        avail = self.open & ~self.held if self.held is not None and t < self.n_observed else None
+        if t == 0:  # every bound is exact: the relevance (Fleuret) or +inf (Brown)
+            return p.copy() if avail is None else np.where(avail, p, -math.inf)
+        n_avail = p.size - t if avail is None else int(avail.sum())
+        if n_avail == 0:
             return np.full(p.size, -math.inf)
         tol = 2 * tie_tolerance(torch.float64)
-        if n_open > self.seed:  # the highest bounds, fully (torch's top-k: one pass)
-            stale = np.sort(torch.topk(torch.from_numpy(p), self.seed, sorted=False).indices.numpy())
+        if n_avail > self.seed:  # the highest bounds, fully (torch's top-k: one pass)
+            bounds = p if avail is None else np.where(avail, p, -math.inf)
+            stale = np.sort(torch.topk(torch.from_numpy(bounds), self.seed, sorted=False).indices.numpy())
         else:
-            stale = np.flatnonzero(self.open)
+            stale = np.flatnonzero(self.open if avail is None else avail)
         self._catch_up(stale, t)
         best = float(p[stale].max())
         thr = best - tol * max(abs(best), 1.0)
-        stale = np.flatnonzero((p >= thr) & (seen < t))  # the selected (-inf) never reach thr
+        in_play = (p >= thr) & (seen < t)  # the selected (-inf) never reach thr
+        stale = np.flatnonzero(in_play if avail is None else in_play & avail)
         depth = self.depth
         while stale.size:
             self._catch_up(stale, depth)
@@ -481,7 +458,8 @@ class CMIMCriterion(_SumsCriterion):
                 thr = best - tol * max(abs(best), 1.0)
             stale = stale[~done & (ps >= thr)]
             depth *= 2
-        return np.where(seen == t, p, -math.inf)
+        exact = seen == t
+        return np.where(exact if avail is None else exact & avail, p, -math.inf)
 
 
 def cmim_criterion(variant: str = "brown", lazy: bool | str = "auto") -> CMIMCriterion:
