@@ -668,6 +668,76 @@ class TableInformation:
     cmi_x_b_given_a = _information("I(x; b | a)", *_QUANTITIES["cmi_x_b_given_a"])
     mi_xa_b = _information("I(x, a; b)", *_QUANTITIES["mi_xa_b"])
 
+def _sum_axes(a: torch.Tensor, axes: list[int], dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``a`` summed over ``axes``, one axis at a time from the outermost.
+
+    Each sum then adds whole contiguous slabs: on (10, 50, 5, 784, 5) float64 lookups the sum
+    over axes (0, 2, 4) takes 3.8 ms so, 30 ms in one call over the three.
+    """
+    for n, i in enumerate(sorted(axes)):
+        a = a.sum(i - n, dtype=dtype)
+    return a
+
+
+class ClassOuterInformation(TableInformation):
+    """:class:`TableInformation` of n·N tables held class-outer, as one product per class writes them.
+
+    ``P`` is int32 of shape (C, n, A, N, I): ``P[y, b, a, c, x]`` is the count of (x_c = x,
+    x_a = a, class y) of member ``b``. The quantities are those of the tables
+    ``T[b * N + c] = P[:, b, :, c, :]`` read as (x, a, class), each of shape (n * N,) (member
+    major), without moving the counts into that layout: the margins are integer sums over the
+    axes of ``P`` (exact in any order) and each entropy is ``n log n - sum_cells c log c`` over
+    the looked-up ``m log m`` values, as in :class:`TableInformation` (the order of the final
+    float64 sums differs, hence the values up to rounding). Every total must be at most
+    ``_XLOGX_MAX``. ``scratch``: a float64 tensor of at least ``P.numel()`` elements for the
+    looked-up values (a kept buffer: a fresh one of this size faults in its pages on every
+    allocation, 40 ms for MNIST-5k's 50 bootstrap members against 9 ms for the lookups).
+    """
+
+    #: the axis of P of each table dimension (x, a, class)
+    _AXES = {1: 4, 2: 2, 3: 0}
+
+    def __init__(self, P: torch.Tensor, scale: float = 1.0, n_rows: torch.Tensor | None = None,
+                 scratch: torch.Tensor | None = None) -> None:
+        super().__init__(P, scale, n_rows)
+        self._margins[(1, 2, 3)] = P
+        self._scratch = scratch
+
+    @cached_property
+    def _totals(self) -> torch.Tensor:
+        return self._margin((1,)).sum(2, dtype=torch.int64).reshape(-1)  # (n, N, I) -> (n * N,)
+
+    def _margin(self, dims: tuple[int, ...]) -> torch.Tensor:
+        """Integer counts over ``dims``, in P's axis order with the other table dimensions summed out."""
+        m = self._margins.get(dims)
+        if m is None:
+            src = min((d for d in self._margins if set(dims) < set(d)), key=lambda d: self._margins[d].numel())
+            kept = sorted(self._AXES[d] for d in src)  # P's axes that src still has, besides n (1) and N (3)
+            axes = [ax for ax in (0, 1, 2, 3, 4) if ax in kept or ax in (1, 3)]
+            drop = [axes.index(self._AXES[d]) for d in src if d not in dims]
+            m = _sum_axes(self._margins[src], drop, torch.int32)
+            self._margins[dims] = m
+        return m
+
+    def _h(self, *dims: int) -> torch.Tensor:
+        t = self._totals
+        c = self._margin(tuple(sorted(dims)))
+        L = _xlogx(int(t.max()), c.device)
+        out = None if self._scratch is None else self._scratch[:c.numel()]
+        looked = torch.index_select(L, 0, c.reshape(-1), out=out).view(c.shape)
+        axes = sorted(self._AXES[d] for d in dims)  # summed out; the n and N axes stay
+        kept = [ax for ax in (0, 1, 2, 3, 4) if ax in axes or ax in (1, 3)]
+        cells = _sum_axes(looked, [kept.index(ax) for ax in axes]).reshape(-1)
+        s = L.take(t) - cells
+        return (s / t.to(torch.float64).clamp_min(1.0)).clamp_min_(0.0).add_(0.0) / self.scale
+
+    @cached_property
+    def observed_fraction(self) -> torch.Tensor | None:
+        if self.n_rows is None:
+            return None
+        return (self._totals.to(torch.float64) / self.n_rows.to(torch.float64).clamp_min(1.0)).clamp_(0.0, 1.0)
+
+
 def table_information(T: torch.Tensor, scale: float = 1.0,
                       n_rows: float | torch.Tensor | None = None) -> TableInformation:
     """Plug-in information quantities of x (dim 1), a (dim 2), b (dim 3) of each table T (n, I, A, B).

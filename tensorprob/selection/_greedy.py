@@ -374,6 +374,7 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
     """
     members = batch.members
     B = len(members)
+    batch.expected_counts = k + 1  # the class tables, then one count per step
     batch.count_class_tables()
     for c, d in zip(criteria, members):
         c.start(d)
