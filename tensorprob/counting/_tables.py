@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -695,7 +696,7 @@ class ClassOuterInformation(TableInformation):
     """
 
     #: the axis of P of each table dimension (x, a, class)
-    _AXES = {1: 4, 2: 2, 3: 0}
+    _AXES: ClassVar[dict[int, int]] = {1: 4, 2: 2, 3: 0}
 
     def __init__(self, P: torch.Tensor, scale: float = 1.0, n_rows: torch.Tensor | None = None,
                  scratch: torch.Tensor | None = None) -> None:
