@@ -250,6 +250,118 @@ def test_product_tables_equal_bincounts(dtype):
             assert torch.equal(got[b], ref), (a_cols[b], b)
 
 
+@pytest.mark.parametrize("big", [False, True])
+def test_product_dtype_and_its_counts(big, dtype):
+    """Weights of at most 127 multiply as int8 (exact int32 sums), larger integral ones in float32:
+    both give the bincounts' tables exactly."""
+    import torch
+
+    from tensorprob.counting._batched import BatchedSelectionData
+
+    X, y = _codes(seed=21, M=300, N=6, card=4, C=3, missing=0.05)
+    W = _weights(len(y), seed=22)
+    if big:
+        W[::7, 1] = 200.0  # integral, beyond int8
+    batch = BatchedSelectionData(torch.as_tensor(X), 4, torch.as_tensor(y), 3, torch.as_tensor(W), dtype=dtype)
+    assert batch._product_ok and batch._product_dtype == (torch.float32 if big else torch.int8)
+    assert batch._raw_ok == (not big)
+    picks = [3, 0, 3, 5]
+    got = batch._product_tables(list(range(4)), picks, 4)
+    for b in range(4):
+        assert torch.equal(got[b], batch._table(None, picks[b], 4, torch.as_tensor(W[:, b])))
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 142, 40), (3, 7, 1), (1, 1, 1), (5, 9, 6), (17, 64, 33)])
+def test_int_matmul_any_layout(m, k, n):
+    """Exact int8 products whatever the operands' strides: a one-row transposed view is
+    "contiguous" with a row stride of 1, which the CPU kernel would read as its leading dimension."""
+    import torch
+
+    from tensorprob.counting._batched import _int_matmul
+
+    g = torch.Generator().manual_seed(m * 100 + n)
+    a = torch.randint(0, 100, (k, m), dtype=torch.int8, generator=g).T.contiguous()  # (m, k), e.g. strides (1, 1)
+    b = torch.randint(0, 2, (k, n), dtype=torch.int8, generator=g)
+    ref = a.to(torch.int64) @ b.to(torch.int64)
+    for out in (torch.empty(m, n, dtype=torch.int32), torch.empty(2, m, n, dtype=torch.int32)[1],
+                torch.empty(n, m, dtype=torch.int32).T):
+        out.fill_(-7)
+        _int_matmul(a, b, out)
+        assert torch.equal(out.to(torch.int64), ref)
+        _int_matmul(a.T.T, b.T.contiguous().T, out)  # a column-major right factor
+        assert torch.equal(out.to(torch.int64), ref)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_class_outer_information_equals_the_tables(missing):
+    """The quantities of the class-outer int32 counts are those of each member's own tables
+    (up to the order of float64 sums), with and without the rows' observed fractions."""
+    import torch
+
+    from tensorprob.counting._batched import BatchedSelectionData
+    from tensorprob.counting._tables import _ENTROPY_DIMS, _QUANTITIES, ClassOuterInformation
+
+    X, y = _codes(seed=23, M=500, N=9, card=3, C=4, missing=missing)
+    W = np.concatenate([_weights(len(y), seed=24), np.random.default_rng(5).poisson(3.0, (len(y), 2))], 1)
+    batch = BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 4, torch.as_tensor(W))
+    B = W.shape[1]
+    picks = [1, 4, 4, 0, 8, 2]
+    scratch = torch.full((10**6,), float("nan"), dtype=torch.float64)  # a reused buffer: stale values
+    for classes in (True, False):
+        info = batch._product_tables(list(range(B)), picks, 3, classes=classes, stack=True, raw=True)
+        assert isinstance(info, ClassOuterInformation) and info.T.dtype == torch.int32
+        assert (info._first is None) == bool(missing)  # complete data: the margins without x from one candidate
+        # another scale, a dirty buffer
+        info = ClassOuterInformation(info.T, 2.0, info.n_rows, scratch=scratch, complete=not missing)
+        for b in range(B):
+            T = batch._table(None, picks[b], 3, torch.as_tensor(W[:, b]))
+            if not classes:
+                T = T.sum(3, keepdim=True)
+            ref = _batched_info(T, batch.members[b].n_rows)
+            for name in (*_ENTROPY_DIMS, *_QUANTITIES):
+                got = getattr(info, name).view(B, -1)[b]
+                assert got.shape == (9,)
+                np.testing.assert_allclose(got.numpy(), getattr(ref, name).numpy(), rtol=1e-12, atol=1e-14,
+                                           err_msg=f"{name}, member {b}, classes={classes}")
+    if missing:
+        assert info.observed_fraction is not None and bool((info.observed_fraction < 1).any())
+
+
+def _batched_info(T, n_rows):
+    from tensorprob.counting._tables import table_information
+
+    return table_information(T, 2.0, n_rows)
+
+
+def test_raw_counts_in_chunks_keep_the_first(monkeypatch):
+    """Members counted a few per chunk by the int8 products: later chunks reuse one buffer, the
+    first keeps its own until the next step, and every member equals its separate run."""
+    from tensorprob.counting import _batched
+
+    monkeypatch.setattr(_batched, "_NS_BINCOUNT_PASS", 1e9)
+    monkeypatch.setattr(_batched, "grouped_seconds", lambda *a: float("inf"))
+    monkeypatch.setattr(_batched.BatchedSelectionData, "_member_chunks",
+                        lambda self, card_a, copies=2: [(s, min(len(self.members), s + 2))
+                                                        for s in range(0, len(self.members), 2)])
+    X, y = _codes(seed=25, M=400, N=14, missing=0.05)
+    cards = np.full(X.shape[1], 3)
+    W = np.concatenate([_weights(len(y), seed=26), _weights(len(y), seed=27)[:, :3]], 1)  # 7 members
+    made = []
+
+    class Counted(_batched.ClassOuterInformation):
+        def __init__(self, P, *args, **kwargs):
+            made.append(P.shape[1])
+            super().__init__(P, *args, **kwargs)
+
+    monkeypatch.setattr(_batched, "ClassOuterInformation", Counted)
+    for method in ("jmi", "cmim", "mrmr"):
+        made.clear()
+        sel = get_selector(method)(k=6).fit(tp.Encoded(X, cards), y, resamples=W)
+        _check_members(sel, method, X, cards, y, W, 6)
+        # chunks of 2, 2, 2 and 1 a step: three raw (a lone member is counted as before), from the second step
+        assert len(made) >= 3 * 4 and set(made) == {2}, (method, made)
+
+
 def test_class_free_counts_and_their_fallback(monkeypatch, dtype):
     """Once a criterion reads only class-free quantities (MRMR) the products drop the class axis;
     a class quantity read later still comes from tables with the class."""

@@ -465,7 +465,7 @@ class BatchedSelectionData:
             if not n:
                 T[q].zero_()
             elif int8:  # exact int32 sums; a contiguous left factor multiplies 1.6x faster than its transposed view
-                torch._int_mm(L[s:s + n].T.contiguous(), self._onehot[s:s + n], out=T[q])
+                _int_matmul(L[s:s + n].T, self._onehot[s:s + n], T[q])
             else:
                 torch.mm(L[s:s + n].T, self._onehot[s:s + n], out=T[q])
             s += n
@@ -474,7 +474,8 @@ class BatchedSelectionData:
             n_rows = (None if n_rows[0] is None else
                       torch.tensor(n_rows, dtype=torch.float64, device=T.device).repeat_interleave(N))
             return ClassOuterInformation(T.view(C, B, card_a, N, I), self.log_base, n_rows,
-                                         scratch=self._buffer("lookups", T.numel(), torch.float64))
+                                         scratch=self._buffer("lookups", T.numel(), torch.float64),
+                                         complete=self._complete)
         # class innermost in one 2-D transpose, then each member's (N, I, card_a, C) copy reads
         # runs of C contiguous counts (from the class-outer layout it read them C apart)
         T = T.view(C, -1).T.contiguous().view(B, card_a, N, I, C)
@@ -634,6 +635,26 @@ class BatchedSelectionData:
         if not entry:
             del self._tables[j]
         return tables[0]
+
+
+def _strided(t: torch.Tensor) -> bool:
+    """Whether the 2-D ``t`` is row-major with its row stride equal to its width (a BLAS layout)."""
+    return t.stride() == (t.shape[1], 1)
+
+
+def _int_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """``out = a @ b`` of int8 matrices in exact int32 sums (``torch._int_mm``), any layouts.
+
+    The CPU kernel takes each matrix's first stride as its leading dimension, and torch calls a
+    matrix of one row or one column contiguous whatever that stride is (a (1, n) copy may have
+    strides (1, 1): the product is then wrong). So every operand is given the plain layout.
+    """
+    a = a if _strided(a) else torch.empty(a.shape, dtype=a.dtype, device=a.device).copy_(a)
+    b = b if _strided(b) else torch.empty(b.shape, dtype=b.dtype, device=b.device).copy_(b)
+    if _strided(out):
+        torch._int_mm(a, b, out=out)
+    else:
+        out.copy_(torch._int_mm(a, b))
 
 
 def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card: int, n_classes: int,
