@@ -308,21 +308,25 @@ def test_class_outer_information_equals_the_tables(missing):
     picks = [1, 4, 4, 0, 8, 2]
     scratch = torch.full((10**6,), float("nan"), dtype=torch.float64)  # a reused buffer: stale values
     for classes in (True, False):
-        info = batch._product_tables(list(range(B)), picks, 3, classes=classes, stack=True, raw=True)
-        assert isinstance(info, ClassOuterInformation) and info.T.dtype == torch.int32
-        assert (info._first is None) == bool(missing)  # complete data: the margins without x from one candidate
-        # another scale, a dirty buffer
-        info = ClassOuterInformation(info.T, 2.0, info.n_rows, scratch=scratch, complete=not missing)
+        streamed = batch._product_tables(list(range(B)), picks, 3, classes=classes, stack=True, raw=True)
+        assert isinstance(streamed, ClassOuterInformation) and streamed.T is None  # margins summed per class
+        assert streamed._margin((2, 3)).shape[3] == (9 if missing else 1)  # (a, class): one candidate if complete
+        stack = batch._product_tables(list(range(B)), picks, 3, classes=classes, stack=True)  # (B, N, I, A, C)
+        P = stack.permute(4, 0, 3, 1, 2).to(torch.int32).contiguous()  # (C, B, A, N, I)
+        whole = ClassOuterInformation.of_counts(P, 2.0, streamed.n_rows, scratch=scratch, complete=not missing)
+        assert whole.T is P
         for b in range(B):
             T = batch._table(None, picks[b], 3, torch.as_tensor(W[:, b]))
             if not classes:
                 T = T.sum(3, keepdim=True)
             ref = _batched_info(T, batch.members[b].n_rows)
             for name in (*_ENTROPY_DIMS, *_QUANTITIES):
-                got = getattr(info, name).view(B, -1)[b]
-                assert got.shape == (9,)
-                np.testing.assert_allclose(got.numpy(), getattr(ref, name).numpy(), rtol=1e-12, atol=1e-14,
-                                           err_msg=f"{name}, member {b}, classes={classes}")
+                for info, scale in ((streamed, 1.0), (whole, 2.0)):
+                    got = getattr(info, name).view(B, -1)[b] * scale
+                    assert got.shape == (9,)
+                    np.testing.assert_allclose(got.numpy(), getattr(ref, name).numpy(), rtol=1e-12, atol=1e-14,
+                                               err_msg=f"{name}, member {b}, classes={classes}")
+        info = streamed
     if missing:
         assert info.observed_fraction is not None and bool((info.observed_fraction < 1).any())
 
@@ -330,7 +334,7 @@ def test_class_outer_information_equals_the_tables(missing):
 def _batched_info(T, n_rows):
     from tensorprob.counting._tables import table_information
 
-    return table_information(T, 2.0, n_rows)
+    return table_information(T, 1.0, n_rows)
 
 
 def test_raw_counts_in_chunks_keep_the_first(monkeypatch):
@@ -349,9 +353,9 @@ def test_raw_counts_in_chunks_keep_the_first(monkeypatch):
     made = []
 
     class Counted(_batched.ClassOuterInformation):
-        def __init__(self, P, *args, **kwargs):
-            made.append(P.shape[1])
-            super().__init__(P, *args, **kwargs)
+        def __init__(self, margins, n, *args, **kwargs):
+            made.append(n)
+            super().__init__(margins, n, *args, **kwargs)
 
     monkeypatch.setattr(_batched, "ClassOuterInformation", Counted)
     for method in ("jmi", "cmim", "mrmr"):
@@ -381,7 +385,7 @@ def test_class_free_counts_and_their_fallback(monkeypatch, dtype):
     inner = info._info  # the members' quantities were computed together: their stacked tables
     stacked = inner._info if isinstance(inner, _batched._Row) else inner
     if isinstance(stacked, _batched.ClassOuterInformation):  # the int8 products' counts, class outer
-        assert stacked.T.shape[0] == 1  # counted without the class
+        assert stacked._margin((1, 3)).shape[0] == 1  # counted without the class
     else:
         assert stacked.T.shape[3] == 1
 

@@ -50,6 +50,7 @@ from ._tables import (
     _GROUPED_MAX_LEVELS,
     _XLOGX_MAX,
     ClassOuterInformation,
+    _xlogx,
     grouped_seconds,
     joint_table,
     one_hot,
@@ -192,6 +193,7 @@ class BatchedSelectionData:
         # the int8 products' counts go to the information quantities as they are (class outer)
         # where each member's total has its m log m looked up
         self._raw_ok = self._product_dtype == torch.int8 and float(totals.max()) <= _XLOGX_MAX
+        self._max_total = int(totals.max())
         # kept buffers of the raw path (name -> 1-D tensor): fresh allocations of their size
         # fault in their pages on every count (:class:`ClassOuterInformation`)
         self._buffers: dict[str, torch.Tensor] = {}
@@ -460,10 +462,9 @@ class BatchedSelectionData:
         sizes = self._class_sizes if classes else [sum(self._class_sizes)]
         C = len(sizes)
         int8 = W.dtype == torch.int8
-        if raw and int8:  # into a kept buffer: the first chunk of a count keeps its own (see pair_information)
-            T = self._buffer(f"counts{int(slot > 0)}", C * B * card_a * N * I, torch.int32).view(C, B * card_a, N * I)
-        else:
-            T = torch.empty(C, B * card_a, N * I, dtype=torch.int32 if int8 else torch.float32, device=W.device)
+        if raw and int8:
+            return self._class_outer_information(L, sizes, B, card_a, members, slot)
+        T = torch.empty(C, B * card_a, N * I, dtype=torch.int32 if int8 else torch.float32, device=W.device)
         s = 0
         for q, n in enumerate(sizes):
             if not n:
@@ -473,13 +474,6 @@ class BatchedSelectionData:
             else:
                 torch.mm(L[s:s + n].T, self._onehot[s:s + n], out=T[q])
             s += n
-        if raw and int8:
-            n_rows = [self.members[m].n_rows for m in members]
-            n_rows = (None if n_rows[0] is None else
-                      torch.tensor(n_rows, dtype=torch.float64, device=T.device).repeat_interleave(N))
-            return ClassOuterInformation(T.view(C, B, card_a, N, I), self.log_base, n_rows,
-                                         scratch=self._buffer("lookups", T.numel(), torch.float64),
-                                         complete=self._complete)
         # class innermost in one 2-D transpose, then each member's (N, I, card_a, C) copy reads
         # runs of C contiguous counts (from the class-outer layout it read them C apart)
         T = T.view(C, -1).T.contiguous().view(B, card_a, N, I, C)
@@ -488,6 +482,50 @@ class BatchedSelectionData:
             return torch.empty(P.shape, dtype=self.dtype, device=P.device).copy_(P)
         return [T[b].permute(1, 2, 0, 3).to(self.dtype, memory_format=torch.contiguous_format)
                 for b in range(B)]
+
+    def _class_outer_information(self, L: torch.Tensor, sizes: list[int], B: int, A: int, members: list[int],
+                                 slot: int) -> ClassOuterInformation:
+        """The members' quantities from the int8 products, their margins summed class by class.
+
+        Each class's (B A, N I) product is read while it is in cache: added to the (x, a) margin,
+        its ``m log m`` values looked up and added to the full tables' sums, and its (x, class)
+        and (a, class) margins taken (the latter from the first candidate only on complete data,
+        where every candidate's is the same). The (C, B, A, N, I) counts are never held whole:
+        on COIL-20 (20 classes) they were 20 products' worth of memory, streamed twice.
+        The buffers are kept, those of ``slot`` 0 apart (see :meth:`pair_information`).
+        """
+        N, I, C = self.codes.shape[1], self.max_card, len(sizes)
+        R = B * A * N * I
+        tag = int(slot > 0)
+        slab = self._buffer("slab", R, torch.int32).view(B * A, N * I)
+        look = self._buffer("lookups", R, torch.float64)
+        xa = self._buffer(f"xa{tag}", R, torch.int32).view(B, A, N, I).zero_()
+        cells = self._buffer("xab", R, torch.float64).zero_()
+        xb = self._buffer(f"xb{tag}", C * B * N * I, torch.int32).view(C, B, N, I)
+        Nab = 1 if self._complete else N
+        ab = self._buffer(f"ab{tag}", C * B * A * Nab, torch.int32).view(C, B, A, Nab)
+        table = _xlogx(self._max_total, slab.device)
+        s = 0
+        for q, n in enumerate(sizes):
+            if n:
+                _int_matmul(L[s:s + n].T, self._onehot[s:s + n], slab)
+            else:
+                slab.zero_()
+            s += n
+            Tq = slab.view(B, A, N, I)
+            xa += Tq
+            cells += torch.index_select(table, 0, slab.view(-1), out=look)
+            torch.sum(Tq, 1, dtype=torch.int32, out=xb[q])
+            if Nab == 1:
+                torch.sum(Tq[:, :, 0], 2, dtype=torch.int32, out=ab[q, :, :, 0])
+            else:
+                torch.sum(Tq, 3, dtype=torch.int32, out=ab[q])
+        n_rows = [self.members[m].n_rows for m in members]
+        n_rows = (None if n_rows[0] is None else
+                  torch.tensor(n_rows, dtype=torch.float64, device=slab.device).repeat_interleave(N))
+        xab = cells.view(B, A, N, I).sum(1).sum(2).reshape(-1)  # (B, N): over a, then x
+        return ClassOuterInformation({(1, 2): xa, (1, 3): xb, (2, 3): ab}, B, N, self.log_base, n_rows,
+                                     scratch=look, xab_cells=xab)
 
     def count_class_tables(self) -> None:
         """The (x_c, class) table of every member, in one product (each member's ``class_table``)."""
@@ -558,7 +596,9 @@ class BatchedSelectionData:
         raw = bool(self._needed) and self._raw_ok
         # stacked: the tables, their integer margins and the entropies' float64 temporaries of
         # the whole chunk are alive together (about five copies of the tables)
-        size = max(1, self._member_chunks(self.max_card, 5 if stacked else 2)[0][1])
+        # (raw: the margins, one class's product, its lookups and their sums per member, about
+        # one float64 copy of its tables; :meth:`_class_outer_information`)
+        size = max(1, self._member_chunks(self.max_card, 5 if stacked else 1 if raw else 2)[0][1])
         first = None
         classes = not (self._needed and self._needed <= CLASS_FREE)  # e.g. MRMR: I(x_c; x_j) only
         for s in range(0, len(who), size):

@@ -683,58 +683,89 @@ def _sum_axes(a: torch.Tensor, axes: list[int], dtype: torch.dtype | None = None
 class ClassOuterInformation(TableInformation):
     """:class:`TableInformation` of n·N tables held class-outer, as one product per class writes them.
 
-    ``P`` is int32 of shape (C, n, A, N, I): ``P[y, b, a, c, x]`` is the count of (x_c = x,
-    x_a = a, class y) of member ``b``. The quantities are those of the tables
-    ``T[b * N + c] = P[:, b, :, c, :]`` read as (x, a, class), each of shape (n * N,) (member
-    major), without moving the counts into that layout: the margins are integer sums over the
-    axes of ``P`` (exact in any order) and each entropy is ``n log n - sum_cells c log c`` over
-    the looked-up ``m log m`` values, as in :class:`TableInformation` (the order of the final
-    float64 sums differs, hence the values up to rounding). Every total must be at most
-    ``_XLOGX_MAX``. ``complete``: no x is missing (the margins without x are then taken from the
-    first candidate's table). ``scratch``: a float64 tensor of at least ``P.numel()`` elements for the
-    looked-up values (a kept buffer: a fresh one of this size faults in its pages on every
-    allocation, 40 ms for MNIST-5k's 50 bootstrap members against 9 ms for the lookups).
+    The tables are ``T[b * N + c] = P[:, b, :, c, :]`` read as (x, a, class), with ``P`` int32 of
+    shape (C, n, A, N, I): ``P[y, b, a, c, x]`` counts (x_c = x, x_a = a, class y) of member
+    ``b``. The quantities, each of shape (n * N,) (member major), are computed without moving
+    the counts into that layout: the margins are integer sums over the axes (exact in any
+    order), and each entropy is ``n log n - sum_cells c log c`` over looked-up ``m log m``
+    values, as in :class:`TableInformation` (the order of the final float64 sums differs, hence
+    the values up to rounding). Every total must be at most ``_XLOGX_MAX``.
+
+    Parameters
+    ----------
+    margins : dict
+        Integer margins keyed by the table dimensions they keep (1 = x, 2 = a, 3 = class), each
+        with P's axes that remain, in P's order: ``{(1, 2, 3): P}``, or margins summed while the
+        products ran (then ``xab_cells`` gives the full tables' sums of looked-up values). A
+        margin without x may have a candidate axis of length 1: complete data, where it is the
+        same for every candidate (its entropies are repeated).
+    n, N : int
+        Members and candidates.
+    scale, n_rows
+        As for :class:`TableInformation` (``n_rows`` of shape (n * N,)).
+    scratch : torch.Tensor, optional
+        A float64 buffer of at least the largest margin's size for the looked-up values (a kept
+        buffer: a fresh one of MNIST-5k's size faults in its pages on every allocation).
+    xab_cells : torch.Tensor of shape (n * N,), optional
+        ``sum_cells c log c`` of every full table, when ``margins`` lacks (1, 2, 3).
     """
 
-    #: the axis of P of each table dimension (x, a, class)
+    #: the axis of P of each table dimension (x, a, class); n is axis 1, N axis 3
     _AXES: ClassVar[dict[int, int]] = {1: 4, 2: 2, 3: 0}
 
-    def __init__(self, P: torch.Tensor, scale: float = 1.0, n_rows: torch.Tensor | None = None,
-                 scratch: torch.Tensor | None = None, complete: bool = False) -> None:
-        super().__init__(P, scale, n_rows)
-        self._margins[(1, 2, 3)] = P
-        self._scratch = scratch
-        # complete: every x is observed, so that the margins without x (a, class, (a, class))
-        # are the same for every candidate: computed on the first and repeated
-        self._first = (ClassOuterInformation(P[:, :, :, :1], scale) if complete and P.shape[3] > 1 else None)
+    def __init__(self, margins: dict[tuple[int, ...], torch.Tensor], n: int, N: int, scale: float = 1.0,
+                 n_rows: torch.Tensor | None = None, scratch: torch.Tensor | None = None,
+                 xab_cells: torch.Tensor | None = None) -> None:
+        super().__init__(margins.get((1, 2, 3)), scale, n_rows)
+        self._margins.update(margins)
+        self.n, self.N = n, N
+        self._scratch, self._xab_cells = scratch, xab_cells
+
+    @classmethod
+    def of_counts(cls, P: torch.Tensor, scale: float = 1.0, n_rows: torch.Tensor | None = None,
+                  scratch: torch.Tensor | None = None, complete: bool = False) -> ClassOuterInformation:
+        """The information of the counts ``P`` (C, n, A, N, I); ``complete``: no x is missing."""
+        margins = {(1, 2, 3): P}
+        if complete and P.shape[3] > 1:  # the (a, class) margin of the first candidate serves all
+            margins[(2, 3)] = P[:, :, :, 0].sum(3, dtype=torch.int32).unsqueeze(3)
+        return cls(margins, P.shape[1], P.shape[3], scale, n_rows, scratch)
+
+    @staticmethod
+    def _axes_of(dims: tuple[int, ...]) -> list[int]:
+        """P's axes that a margin over ``dims`` keeps, in order (n and N always)."""
+        kept = {ClassOuterInformation._AXES[d] for d in dims} | {1, 3}
+        return sorted(kept)
 
     @cached_property
     def _totals(self) -> torch.Tensor:
-        return self._margin((1,)).sum(2, dtype=torch.int64).reshape(-1)  # (n, N, I) -> (n * N,)
+        return self._expand(self._margin((1,)).sum(2, dtype=torch.int64)).reshape(-1)  # (n, N, I) -> (n * N,)
+
+    def _expand(self, v: torch.Tensor) -> torch.Tensor:
+        """(n, N') values with N' = 1 (a margin without x of complete data) repeated to (n, N)."""
+        return v.expand(self.n, self.N) if v.shape[1] != self.N else v
 
     def _margin(self, dims: tuple[int, ...]) -> torch.Tensor:
         """Integer counts over ``dims``, in P's axis order with the other table dimensions summed out."""
         m = self._margins.get(dims)
         if m is None:
             src = min((d for d in self._margins if set(dims) < set(d)), key=lambda d: self._margins[d].numel())
-            kept = sorted(self._AXES[d] for d in src)  # P's axes that src still has, besides n (1) and N (3)
-            axes = [ax for ax in (0, 1, 2, 3, 4) if ax in kept or ax in (1, 3)]
+            axes = self._axes_of(src)
             drop = [axes.index(self._AXES[d]) for d in src if d not in dims]
             m = _sum_axes(self._margins[src], drop, torch.int32)
             self._margins[dims] = m
         return m
 
     def _h(self, *dims: int) -> torch.Tensor:
-        if self._first is not None and 1 not in dims:
-            return self._first._h(*dims).repeat_interleave(self.T.shape[3])
         t = self._totals
-        c = self._margin(tuple(sorted(dims)))
-        L = _xlogx(int(t.max()), c.device)
-        out = None if self._scratch is None else self._scratch[:c.numel()]
-        looked = torch.index_select(L, 0, c.reshape(-1), out=out).view(c.shape)
-        axes = sorted(self._AXES[d] for d in dims)  # summed out; the n and N axes stay
-        kept = [ax for ax in (0, 1, 2, 3, 4) if ax in axes or ax in (1, 3)]
-        cells = _sum_axes(looked, [kept.index(ax) for ax in axes]).reshape(-1)
+        L = _xlogx(int(t.max()), t.device)
+        if dims == (1, 2, 3) and self._xab_cells is not None:
+            cells = self._xab_cells
+        else:
+            c = self._margin(tuple(sorted(dims)))
+            out = None if self._scratch is None else self._scratch[:c.numel()]
+            looked = torch.index_select(L, 0, c.reshape(-1), out=out).view(c.shape)
+            axes = self._axes_of(dims)
+            cells = self._expand(_sum_axes(looked, [axes.index(self._AXES[d]) for d in dims])).reshape(-1)
         s = L.take(t) - cells
         return (s / t.to(torch.float64).clamp_min(1.0)).clamp_min_(0.0).add_(0.0) / self.scale
 
