@@ -271,6 +271,25 @@ def test_product_dtype_and_its_counts(big, dtype):
         assert torch.equal(got[b], batch._table(None, picks[b], 4, torch.as_tensor(W[:, b])))
 
 
+def test_without_int8_products_the_float32_products_count(monkeypatch):
+    """A torch without exact CPU int8 products (``torch._int_mm``): float32 products, the same selections."""
+    import torch
+
+    from tensorprob.counting import _batched
+
+    assert _batched._int8_products()  # this torch has them (checked against int64 sums)
+    monkeypatch.setattr(_batched, "_int8_products", lambda: False)
+    X, y = _codes(seed=28, M=300, N=10)
+    W = _weights(len(y), seed=29)
+    batch = _batched.BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 3, torch.as_tensor(W))
+    assert batch._product_ok and batch._product_dtype == torch.float32 and not batch._raw_ok
+    monkeypatch.setattr(_batched, "_NS_BINCOUNT_PASS", 1e9)
+    monkeypatch.setattr(_batched, "grouped_seconds", lambda *a: float("inf"))
+    cards = np.full(X.shape[1], 3)
+    sel = tp.JMI(k=5).fit(tp.Encoded(X, cards), y, resamples=W)
+    _check_members(sel, "jmi", X, cards, y, W, 5)
+
+
 @pytest.mark.parametrize("m, k, n", [(1, 142, 40), (3, 7, 1), (1, 1, 1), (5, 9, 6), (17, 64, 33)])
 def test_int_matmul_any_layout(m, k, n):
     """Exact int8 products whatever the operands' strides: a one-row transposed view is

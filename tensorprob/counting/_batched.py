@@ -39,6 +39,7 @@ each member's layout; elsewhere (larger weights, a GPU) the products run in floa
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -185,14 +186,18 @@ class BatchedSelectionData:
         M, N = self.codes.shape
         integral = bool((W == W.round()).all())
         # on the CPU, weights below 128 multiply as int8 (exact int32 sums, about 4x the float32 rate)
-        self._product_dtype = (torch.int8 if W.device.type == "cpu" and integral and float(W.max()) <= 127
-                               else torch.float32)
+        # (a rank may hold no rows; either dtype gives the same exact counts, so ranks may differ)
+        largest = float(W.max()) if W.numel() else 0.0
+        self._product_dtype = (torch.int8 if W.device.type == "cpu" and integral and largest <= 127
+                               and _int8_products() else torch.float32)
         size = torch.empty((), dtype=self._product_dtype).element_size()
         self._product_ok = (integral and float(totals.max()) < 2.0**24
                             and size * M * N * self.max_card <= get_config()["memory_budget"] // 4)
         # the int8 products' counts go to the information quantities as they are (class outer)
         # where each member's total has its m log m looked up
-        self._raw_ok = self._product_dtype == torch.int8 and float(totals.max()) <= _XLOGX_MAX
+        # (one rank's: a distributed batch sums every rank's tables first)
+        self._raw_ok = (self._product_dtype == torch.int8 and float(totals.max()) <= _XLOGX_MAX
+                        and not distributed)
         self._max_total = int(totals.max())
         # kept buffers of the raw path (name -> 1-D tensor): fresh allocations of their size
         # fault in their pages on every count (:class:`ClassOuterInformation`)
@@ -307,7 +312,7 @@ class BatchedSelectionData:
             plans[a] = (ids, mode)
             bincount_ns += ns
         if self._product_ok and self._product_cost(len(members), card_a) < bincount_ns:
-            raw = raw and stack and self._raw_ok and not self._base.distributed
+            raw = raw and stack and self._raw_ok
             out = self._product_tables(members, a_cols, card_a, classes, stack, raw, slot)
             if raw:
                 return out
@@ -681,6 +686,20 @@ class BatchedSelectionData:
         if not entry:
             del self._tables[j]
         return tables[0]
+
+
+@functools.cache
+def _int8_products() -> bool:
+    """Whether this torch multiplies int8 matrices exactly on the CPU (``torch._int_mm``, a private op).
+
+    Checked once on a small product against int64 sums; without it the products run in float32.
+    """
+    try:
+        a = torch.arange(-60, 76, dtype=torch.int64).remainder(127).to(torch.int8).view(17, 8)
+        b = torch.arange(64, dtype=torch.int64).remainder(3).to(torch.int8).view(8, 8)
+        return bool(torch.equal(torch._int_mm(a, b).to(torch.int64), a.to(torch.int64) @ b.to(torch.int64)))
+    except (AttributeError, NotImplementedError, RuntimeError):
+        return False
 
 
 def _strided(t: torch.Tensor) -> bool:
