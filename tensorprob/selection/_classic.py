@@ -332,7 +332,9 @@ class CMIMCriterion(_SumsCriterion):
         pick (one table count of all candidates per step); bit for bit on the CPU (see
         :func:`pair_cmi`). ``"auto"``: lazy on the CPU when a step's work reaches
         :data:`LAZY_MIN_WORK`, eager otherwise, and eager on streamed data, where every lazy
-        round would read all the rows once more (``True`` still evaluates lazily there).
+        round would read all the rows once more (``True`` still evaluates lazily there), and
+        for the members of a batch of at least :data:`EAGER_MIN_BATCH` whose tables the int8
+        products count (one product serves every member's eager step).
     seed : int, default=4
         Lazy: how many candidates of highest partial score are brought up to date first, to
         give the score to beat.
@@ -771,7 +773,9 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
         from fewer tables. ``"auto"``: lazy on the CPU when the data are large enough for it to
         pay (about half a million codes, N x M, and more), eager otherwise and on CUDA, and
         eager on streamed X (row chunks), where each lazy round would read all the rows
-        again; ``True`` is exact there too."""
+        again; ``True`` is exact there too. With ``resamples=`` (four or more weight vectors
+        of small integers) "auto" is eager on the CPU too: one matrix product then counts
+        every selection's step."""
     _extra_notes = """
 
     The default is ``variant="brown"`` because it sees complementary features: a feature that
