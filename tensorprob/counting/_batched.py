@@ -450,8 +450,9 @@ class BatchedSelectionData:
 
         Exact integer counts (the caller checked ``_product_ok``), equal to the bincounts'.
         ``classes=False``: one product over the rows of every class, tables (N, I, card_a, 1)
-        (rows without a class are left out, as in the full tables). ``raw``: the int8 products'
-        counts as :class:`~tensorprob.counting._tables.ClassOuterInformation` (see :meth:`count`).
+        (rows without a class are left out, as in the full tables). ``raw`` (int8 products): the
+        members' :class:`~tensorprob.counting._tables.ClassOuterInformation`, from margins summed
+        class by class (:meth:`_class_outer_information`; see :meth:`count`).
         """
         if self._onehot is None:
             self._by_class()
@@ -597,12 +598,13 @@ class BatchedSelectionData:
         who.insert(0, (b, j))
         stacked = bool(self._needed) and (STACK_ON_CPU or self.codes.device.type != "cpu")
         # raw: where the int8 products count, the chunk's quantities straight from their int32
-        # counts (about 1.5 float64 copies of the tables alive: the counts and one entropy's lookups)
+        # counts (:meth:`_class_outer_information`)
         raw = bool(self._needed) and self._raw_ok
         # stacked: the tables, their integer margins and the entropies' float64 temporaries of
         # the whole chunk are alive together (about five copies of the tables)
         # (raw: the margins, one class's product, its lookups and their sums per member, about
-        # one float64 copy of its tables; :meth:`_class_outer_information`)
+        # one float64 copy of its tables; should the cost estimate count otherwise after all,
+        # the chunk's tables take twice that)
         size = max(1, self._member_chunks(self.max_card, 5 if stacked else 1 if raw else 2)[0][1])
         first = None
         classes = not (self._needed and self._needed <= CLASS_FREE)  # e.g. MRMR: I(x_c; x_j) only
