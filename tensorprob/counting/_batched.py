@@ -506,7 +506,7 @@ class BatchedSelectionData:
         slab = self._buffer("slab", R, torch.int32).view(B * A, N * I)
         look = self._buffer("lookups", R, torch.float64)
         xa = self._buffer(f"xa{tag}", R, torch.int32).view(B, A, N, I).zero_()
-        cells = self._buffer("xab", R, torch.float64).zero_()
+        cells = self._buffer("xab", B * N * I, torch.float64).view(B, N, I).zero_()
         xb = self._buffer(f"xb{tag}", C * B * N * I, torch.int32).view(C, B, N, I)
         Nab = 1 if self._complete else N
         ab = self._buffer(f"ab{tag}", C * B * A * Nab, torch.int32).view(C, B, A, Nab)
@@ -520,7 +520,9 @@ class BatchedSelectionData:
             s += n
             Tq = slab.view(B, A, N, I)
             xa += Tq
-            cells += torch.index_select(table, 0, slab.view(-1), out=look)
+            # the looked-up values summed over a at once (one read of them; an add into a
+            # (B, A, N, I) sum would read them and that sum, and write it back)
+            cells += torch.index_select(table, 0, slab.view(-1), out=look).view(B, A, N, I).sum(1)
             torch.sum(Tq, 1, dtype=torch.int32, out=xb[q])
             if Nab == 1:
                 torch.sum(Tq[:, :, 0], 2, dtype=torch.int32, out=ab[q, :, :, 0])
@@ -529,7 +531,7 @@ class BatchedSelectionData:
         n_rows = [self.members[m].n_rows for m in members]
         n_rows = (None if n_rows[0] is None else
                   torch.tensor(n_rows, dtype=torch.float64, device=slab.device).repeat_interleave(N))
-        xab = cells.view(B, A, N, I).sum(1).sum(2).reshape(-1)  # (B, N): over a, then x
+        xab = cells.sum(2).reshape(-1)  # (B, N): over a (per class), then x
         return ClassOuterInformation({(1, 2): xa, (1, 3): xb, (2, 3): ab}, B, N, self.log_base, n_rows,
                                      scratch=look, xab_cells=xab)
 
