@@ -290,6 +290,27 @@ def test_without_int8_products_the_float32_products_count(monkeypatch):
     _check_members(sel, "jmi", X, cards, y, W, 5)
 
 
+def test_cmim_auto_is_eager_in_int8_batches():
+    """CMIM's lazy="auto" on data large enough for lazy rounds: eager for the members of a batch of
+    EAGER_MIN_BATCH or more that the int8 products count, lazy below that and for fractional weights."""
+    import torch
+
+    from tensorprob.counting._batched import BatchedSelectionData
+    from tensorprob.selection._classic import EAGER_MIN_BATCH, cmim_criterion
+
+    X, y = _codes(seed=30, M=2000, N=300)
+    args = (torch.as_tensor(X), 3, torch.as_tensor(y), 3)
+    rng = np.random.default_rng(31)
+    for B, weights, lazy in ((EAGER_MIN_BATCH, "counts", False), (EAGER_MIN_BATCH - 1, "counts", True),
+                             (EAGER_MIN_BATCH, "fractions", True)):
+        W = rng.poisson(1.0, (len(y), B)).astype(float)
+        if weights == "fractions":
+            W *= 0.5
+        batch = BatchedSelectionData(*args, torch.as_tensor(W))
+        assert cmim_criterion("brown", "auto")._use_lazy(batch.members[0]) == lazy, (B, weights)
+        assert cmim_criterion("brown", True)._use_lazy(batch.members[0])  # an explicit choice stands
+
+
 @pytest.mark.parametrize("m, k, n", [(1, 142, 40), (3, 7, 1), (1, 1, 1), (5, 9, 6), (17, 64, 33)])
 def test_int_matmul_any_layout(m, k, n):
     """Exact int8 products whatever the operands' strides: a one-row transposed view is
