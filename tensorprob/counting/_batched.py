@@ -426,12 +426,8 @@ class BatchedSelectionData:
         rows = self._rows_first().index_select(0, order)
         dt = self._product_dtype
         E = torch.empty(M, N * I, dtype=dt, device=rows.device)
-        values = torch.arange(I, dtype=rows.dtype, device=rows.device)
         for s, e in chunk_ranges(M, 8 * N, get_config()["memory_budget"] // 4):
-            if dt == torch.int8:  # compared with every value (a missing code matches none): bytes 0 or 1
-                E[s:e] = (rows[s:e].unsqueeze(2) == values).view(e - s, -1).view(torch.int8)
-            else:
-                E[s:e] = one_hot(rows[s:e], I, dt)
+            E[s:e] = one_hot(rows[s:e], I, dt)
         self._onehot = E  # a missing code: a row of zeros, counted nowhere
         self._sorted_codes = rows
         self._w_product = self.weights.index_select(0, order).to(dt)
@@ -528,9 +524,7 @@ class BatchedSelectionData:
                 torch.sum(Tq[:, :, 0], 2, dtype=torch.int32, out=ab[q, :, :, 0])
             else:
                 torch.sum(Tq, 3, dtype=torch.int32, out=ab[q])
-        n_rows = [self.members[m].n_rows for m in members]
-        n_rows = (None if n_rows[0] is None else
-                  torch.tensor(n_rows, dtype=torch.float64, device=slab.device).repeat_interleave(N))
+        n_rows = _per_table([self.members[m].n_rows for m in members], N, slab.device)
         xab = cells.sum(2).reshape(-1)  # (B, N): over a (per class), then x
         return ClassOuterInformation({(1, 2): xa, (1, 3): xb, (2, 3): ab}, B, N, self.log_base, n_rows,
                                      scratch=look, xab_cells=xab)
@@ -649,11 +643,7 @@ class BatchedSelectionData:
     def _stacked_information(self, T: torch.Tensor, n_rows: list):
         """:func:`table_information` of members' stacked tables T (n, N, I, A, C), ``n_rows`` theirs (all None, or none)."""
         n, N = T.shape[0], T.shape[1]
-        if n_rows[0] is not None:
-            n_rows = torch.tensor(n_rows, dtype=torch.float64, device=T.device).repeat_interleave(N)
-        else:
-            n_rows = None
-        return table_information(T.reshape(n * N, *T.shape[2:]), self.log_base, n_rows)
+        return table_information(T.reshape(n * N, *T.shape[2:]), self.log_base, _per_table(n_rows, N, T.device))
 
     def _full_information(self, b: int, j: int):
         """Member ``b``'s quantities against ``j`` from tables with the class (counted alone)."""
@@ -690,6 +680,13 @@ class BatchedSelectionData:
         if not entry:
             del self._tables[j]
         return tables[0]
+
+
+def _per_table(n_rows: list, N: int, device: torch.device) -> torch.Tensor | None:
+    """The members' ``n_rows`` (all None, or none) as one float64 value per table of their N candidates."""
+    if n_rows[0] is None:
+        return None
+    return torch.tensor(n_rows, dtype=torch.float64, device=device).repeat_interleave(N)
 
 
 @functools.cache
