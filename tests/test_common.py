@@ -56,3 +56,30 @@ def test_pipeline_and_grid_search():
     grid = GridSearchCV(pipe, {"select__k": [2, 4, 6], "select__n_bins": [3, 5]}, cv=3).fit(d.data, d.target)
     assert grid.best_params_["select__k"] in (2, 4, 6)
     assert grid.best_estimator_.named_steps["select"].transform(d.data).shape[1] == grid.best_params_["select__k"]
+
+
+@pytest.mark.parametrize("cls", sorted({type(e) for e in ESTIMATORS} | {tp.CPD}, key=lambda c: c.__name__),
+                         ids=lambda c: c.__name__)
+def test_param_names_cached_equal_sklearn(cls):
+    """The cached parameter names (tensorprob._params.CachedParamNames) are scikit-learn's, per class."""
+    from sklearn.base import BaseEstimator
+
+    expected = BaseEstimator._get_param_names.__func__(cls)  # scikit-learn's, from the signature
+    assert cls._get_param_names() == expected
+    names = cls._get_param_names()
+    names.append("not_a_parameter")  # a copy: the cache is not changed through it
+    assert cls._get_param_names() == expected
+
+
+def test_param_names_cache_per_class():
+    """A subclass with its own constructor gets its own names, not its parent's cached ones."""
+    base = tp.JMI._get_param_names()  # fills JMI's cache first
+
+    class Narrow(tp.JMI):
+        def __init__(self, k=10, extra=1.0):
+            super().__init__(k)
+            self.extra = extra
+
+    assert Narrow._get_param_names() == ["extra", "k"]
+    assert tp.JMI._get_param_names() == base
+    assert Narrow(k=3, extra=2.0).get_params() == {"extra": 2.0, "k": 3}

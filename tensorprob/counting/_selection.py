@@ -136,6 +136,7 @@ class SelectionData:
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
     _complete: bool | None = field(default=None, init=False, repr=False)
+    _local_complete: bool | None = field(default=None, init=False, repr=False)  # this process's rows only
     _all_pairs: bool = field(default=False, init=False, repr=False)
     _pairs: TableInformation | None = field(default=None, init=False, repr=False)
     _pair_classes: bool = field(default=True, init=False, repr=False)
@@ -213,7 +214,11 @@ class SelectionData:
             return self.stream.n_rows, self.stream.weight_total, self.stream.complete
         M = int(self.codes.shape[0])
         total = float(M) if self.weights is None else float(self.weights.to(torch.float64).sum())
-        return M, total, (_complete(self.codes, self.y >= 0) if self._complete is None else self._complete)
+        if self._complete is not None:
+            return M, total, self._complete
+        if self._local_complete is None:  # one scan of the codes (budget_rows and complete both ask)
+            self._local_complete = _complete(self.codes, self.y >= 0)
+        return M, total, self._local_complete
 
     @property
     def _weighted(self) -> bool:

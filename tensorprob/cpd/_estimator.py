@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._device import RandomStateLike, to_numpy
 from .._docstrings import fill_doc
+from .._params import CachedParamNames
 from ._fit import fit_cpd
 
 _X_CODES = """\
@@ -24,7 +25,7 @@ X : array-like, DataFrame, tensor or Encoded of shape (n_samples, n_features)
 
 
 @fill_doc(X_codes=_X_CODES)
-class CPD(BaseEstimator):
+class CPD(CachedParamNames, BaseEstimator):
     """Nonnegative canonical polyadic decomposition (CPD) model of a joint PMF, as a scikit-learn estimator.
 
     A thin class: it stores the parameters of :func:`fit_cpd`, calls it in :meth:`fit` and

@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
+from .._params import CachedParamNames
 
 _STRATEGIES = ("uniform", "quantile", "mdl")
 
@@ -114,7 +115,7 @@ def mdl_cut_points(x: np.ndarray, y: np.ndarray, max_bins: int | None = None) ->
     return np.sort(np.asarray(cuts, dtype=np.float64))
 
 
-class Discretizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class Discretizer(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEstimator):
     """Per-column discretizer of numeric data into integer bin codes (a scikit-learn transformer).
 
     Parameters

@@ -16,6 +16,7 @@ from sklearn.utils.validation import _check_feature_names, check_is_fitted
 from .._config import get_config
 from .._device import chunk_rows, halving_reduce
 from .._docstrings import fill_doc
+from .._params import CachedParamNames
 from ._discretize import Discretizer
 
 #: Docstring fragments of :class:`Encoder` and :func:`encode` (also used by the selectors, which
@@ -608,7 +609,7 @@ def _is_integral(vals: np.ndarray) -> bool:
 
 
 @fill_doc(**ENCODING_FRAGMENTS)
-class Encoder(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class Encoder(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEstimator):
     """Encoder of raw columns (NumPy, torch, pandas; any dtype) as integer codes (a scikit-learn transformer).
 
     %(coding_rules)s

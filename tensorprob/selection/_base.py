@@ -33,6 +33,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 from .._config import device_budget
 from .._device import cpu_thread_cap, resolve_device, resolve_dtype
 from .._docstrings import fill_doc
+from .._params import CachedParamNames
 from ..counting import SelectionData
 from ..encoding import Encoded, Encoder
 from ..encoding._encode import check_classification_target, match_columns
@@ -40,7 +41,7 @@ from ._api import register
 from ._docs import SELECTOR_FRAGMENTS
 
 
-class _BaseSelector(SelectorMixin, BaseEstimator, metaclass=ABCMeta):
+class _BaseSelector(SelectorMixin, CachedParamNames, BaseEstimator, metaclass=ABCMeta):
     """Root of every tensorprob selector; use :class:`CodedSelector` or :class:`RealSelector`.
 
     Attributes
