@@ -250,6 +250,29 @@ def test_product_tables_equal_bincounts(dtype):
             assert torch.equal(got[b], ref), (a_cols[b], b)
 
 
+def test_raw_count_counted_by_bincounts_is_a_list(monkeypatch, dtype):
+    """Raw quantities asked for, the bincounts chosen (the estimate): each member's table once, as a
+    list (the chunk was sized for about one copy of its tables), equal to its own bincount."""
+    import torch
+
+    from tensorprob.counting import _batched
+
+    monkeypatch.setattr(_batched, "_NS_BINCOUNT_PASS", 0.0)  # the bincounts always win the estimate
+    X, y = _codes(seed=31, M=240, N=6, card=3, C=3)
+    W = np.concatenate([_weights(len(y), seed=32)[:, :3], np.random.default_rng(3).poisson(1.0, (len(y), 2))], 1)
+    batch = _batched.BatchedSelectionData(torch.as_tensor(X), 3, torch.as_tensor(y), 3, torch.as_tensor(W),
+                                          dtype=dtype)
+    if not batch._raw_ok:
+        pytest.skip("no int8 products in this torch: raw counts never apply")
+    members, picks = list(range(W.shape[1])), [0, 4, 4, 2, 5]
+    got = batch.count(members, picks, 3, stack=True, raw=True)
+    assert isinstance(got, list) and len(got) == len(members)
+    for b in members:
+        assert torch.equal(got[b], batch._table(None, picks[b], 3, torch.as_tensor(W[:, b]))), b
+    stacked = batch.count(members, picks, 3, stack=True)  # not raw: the stack, as before
+    assert torch.equal(stacked, torch.stack(got))
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_product_dtype_and_its_counts(big, dtype):
     """Weights of at most 127 multiply as int8 (exact int32 sums), larger integral ones in float32:

@@ -277,7 +277,9 @@ class BatchedSelectionData:
         ``raw=True`` (with ``stack``): where the int8 products count, the members'
         :class:`~tensorprob.counting._tables.ClassOuterInformation` straight from the products'
         int32 counts, with the members' ``n_rows`` (no copy of the tables into their layout),
-        held in a kept buffer that the next raw count of the same ``slot`` (0 or not) overwrites.
+        held in a kept buffer that the next raw count of the same ``slot`` (0 or not) overwrites;
+        where ``raw`` applies but the bincounts count (the cost estimate), the list of tables
+        instead of their stack (the caller sized the chunk for about one copy of the tables).
 
         ``a_cols[i]`` is the feature playing ``a`` for ``members[i]`` (None: constant, card_a = 1).
         Members with the same ``a`` (cross-validation masks and resamples mostly pick alike) share
@@ -322,6 +324,10 @@ class BatchedSelectionData:
                 self._count_group(out, pos, *plans[a], a, card_a)
             if not classes:
                 out = [T.sum(3, keepdim=True) for T in out]
+            # raw asked for and counted otherwise: the list, each member's table once (the caller
+            # sized the chunk for about one copy of its tables; a stack would be a second)
+            if stack and raw and self._raw_ok:  # (never distributed: no all-reduce skipped)
+                return out
             if stack:
                 out = torch.stack(out)
         if self._base.distributed:  # one all-reduce for the call
@@ -626,7 +632,7 @@ class BatchedSelectionData:
                         else:
                             self._cache.setdefault(jj, {})[m] = {name: getattr(row, name) for name in self._needed}
                     continue
-                tables = T.unbind(0)  # counted otherwise: each member's quantities from its own table
+                tables = T if isinstance(T, list) else T.unbind(0)  # counted otherwise: each member's own
             if tables is None:
                 tables = self.count(ids, picks, self.max_card, classes)
             for (m, jj), T in zip(chunk, tables):
