@@ -622,6 +622,8 @@ class BatchedSelectionData:
                 # their buffer until the next step; the other chunks share one)
                 T = self.count(ids, picks, self.max_card, classes, stack=True, raw=raw, slot=s)
                 if isinstance(T, ClassOuterInformation) or stacked:
+                    if isinstance(T, list):  # raw counted by the bincounts (stacked: sized for the stack)
+                        T = torch.stack(T)
                     info = T if isinstance(T, ClassOuterInformation) else self._stacked_information(T, n_rows)
                     for name in self._needed:  # before a later chunk reuses the buffers
                         getattr(info, name)
