@@ -497,10 +497,15 @@ def config_name(device: str, threads: int) -> str:
     return f"{threads}t" if device == "cpu" else device
 
 
+#: A selection's warm calls go on until they add up to this many seconds (at least ``--repeats``
+#: of them): a fresh child's first few sub-millisecond calls still warm up (``measure_in_child``).
+WARM_SECONDS = 0.5
+
+
 def measure_selection(library, method, opts, stem, k, threads, device, repeats, timeout, ctx) -> dict:
     """:func:`prepare_selection` in a child: ``first`` and warm-median ``s`` seconds, ``picks``, ``timing``, ``note``."""
     res = measure_in_child(prepare_selection, (library, method, opts, stem, k, threads, device), repeats, timeout,
-                           ctx=ctx)
+                           ctx=ctx, min_seconds=WARM_SECONDS)
     secs, timing = warm_median(res)
     picks = res["value"] if isinstance(res["value"], list) else None
     return {"first s": res["first"], "s": secs, "timing": timing, "picks": picks, "note": res["note"]}
@@ -726,7 +731,8 @@ def main(argv=None):
     chess_table = markdown(chess, chess_cols) if chess else ""
     head = (f"machine: {machine()}\n\ncommit: {SCRIPT.commit}\n\npeers: "
             f"{', '.join(f'{lib} {v}' for lib, v in libraries.items()) or 'none'}; k = {k_default} "
-            f"({', '.join(f'{n}: {v}' for n, v in K_OF.items())}); warm runs per figure: {repeats} (median); "
+            f"({', '.join(f'{n}: {v}' for n, v in K_OF.items())}); warm runs per figure: {repeats} (median; a "
+            f"selection's warm calls go on until they fill {WARM_SECONDS:g} s); "
             f"time limit {args.timeout:g} s per call (CPD fits {args.cpd_timeout:g} s); tensorprob threads "
             f"{args.tp_threads}, peer thread cap {n_peer} (FEAST: 1)"
             + ("\n\n**Quick smoke run:** small subsets, one warm run; not the tables." if q else ""))

@@ -72,3 +72,32 @@ def test_live_at_peak_replays_an_allocator_trace():
     assert peak == 50 + 120 + 7 + 10  # after the fourth block; block 6 comes once 120 bytes are free
     assert sites == [("a.py:1 f", 127), ("b.py:2 f", 50), ("/torch/x.py:3 g", 10)]
     assert gpu.live_at_peak([]) == (0, [])
+
+
+def _sleeper():
+    import time
+
+    def run():
+        time.sleep(0.002)
+        return "done"
+    return run
+
+
+def test_warm_calls_fill_min_seconds(common, monkeypatch):
+    """Warm calls: ``repeats`` of them, more until they add up to ``min_seconds``, at most MAX_WARM_CALLS."""
+    import queue
+
+    def warm(repeats, min_seconds):
+        q = queue.Queue()
+        common._measured_child(_sleeper, (), repeats, 10.0, q, min_seconds)
+        msgs = [q.get_nowait() for _ in range(q.qsize())]
+        assert [m[0] for m in msgs] == ["ready", "first", "ok"]
+        assert msgs[-1][1] == ("done" if msgs[-1][3] else None)  # the last warm call's result
+        return msgs[-1][3]
+
+    assert len(warm(3, 0.0)) == 3
+    w = warm(3, 0.05)
+    assert len(w) > 3 and sum(w) >= 0.05 and sum(w[:-1]) < 0.05  # stops at the first call past it
+    assert len(warm(0, 1.0)) == 0  # no warm calls asked for: none, whatever the time
+    monkeypatch.setattr(common, "MAX_WARM_CALLS", 5)
+    assert len(warm(2, 100.0)) == 5
