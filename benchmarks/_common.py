@@ -432,12 +432,13 @@ def _measured_child(prepare, args, repeats, limit, q, min_seconds=0.0) -> None:
         out = run()
         first = time.perf_counter() - t0
         q.put(("first", first, _finished(out)))
-        warm = []
-        while first <= limit and repeats and (len(warm) < repeats or (sum(warm) < min_seconds
+        warm, spent = [], 0.0
+        while first <= limit and repeats and (len(warm) < repeats or (spent < min_seconds
                                                                       and len(warm) < MAX_WARM_CALLS)):
             t0 = time.perf_counter()
             out = run()
             warm.append(time.perf_counter() - t0)
+            spent += warm[-1]
         q.put(("ok", _finished(out) if warm else None, first, warm))
         if callable(getattr(run, "close", None)):
             run.close()  # e.g. worker pools: the child leaves through os._exit, without atexit handlers

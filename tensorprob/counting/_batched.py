@@ -313,8 +313,8 @@ class BatchedSelectionData:
                 mode, ns = "patterns", pattern_ns
             plans[a] = (ids, mode)
             bincount_ns += ns
+        raw = raw and stack and self._raw_ok  # (never distributed: no all-reduce is skipped below)
         if self._product_ok and self._product_cost(len(members), card_a) < bincount_ns:
-            raw = raw and stack and self._raw_ok
             out = self._product_tables(members, a_cols, card_a, classes, stack, raw, slot)
             if raw:
                 return out
@@ -326,7 +326,7 @@ class BatchedSelectionData:
                 out = [T.sum(3, keepdim=True) for T in out]
             # raw asked for and counted otherwise: the list, each member's table once (the caller
             # sized the chunk for about one copy of its tables; a stack would be a second)
-            if stack and raw and self._raw_ok:  # (never distributed: no all-reduce skipped)
+            if raw:
                 return out
             if stack:
                 out = torch.stack(out)
