@@ -12,7 +12,7 @@ from .information import Estimate
 from .selection import *  # noqa: F403  (the selector classes; tensorprob.selection.__all__ lists them once)
 from .selection import available_methods, select_features
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CPD",
