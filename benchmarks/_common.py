@@ -341,9 +341,12 @@ def _fmt(v) -> str:
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Write ``rows`` as a CSV (columns sorted), atomically: an interrupted run leaves the old file."""
+    from tensorprob._files import atomic_write
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     keys = sorted({k for r in rows for k in r})
-    with open(path, "w", newline="") as fh:
+    with atomic_write(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
@@ -827,9 +830,12 @@ class Script:
         print(text)
 
     def write_text(self, text: str, ext: str = "md") -> str:
+        """Write the report ``text`` to :meth:`path` with extension ``ext``, atomically."""
+        from tensorprob._files import atomic_write
+
         path = self.path("", ext)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path, "w") as fh:
+        with atomic_write(path, "w") as fh:
             fh.write(text)
         return path
 

@@ -899,7 +899,9 @@ class CPDModel:
         arrays tagged with their dtype (bools, datetimes, strings and mixed objects come back as
         they were) and the encoder (with its discretizer) as the state of a tensorprob /
         scikit-learn estimator. :meth:`load` reads it with ``torch.load(weights_only=True)``
-        and unpickles nothing.
+        and unpickles nothing. The file is written atomically: to a temporary file in the same
+        folder, flushed to disk and renamed over ``path``, so an interrupted save (Ctrl-C, a
+        full disk) leaves the file that was there before, or the complete new one.
 
         Parameters
         ----------
@@ -913,6 +915,7 @@ class CPDModel:
             discretizer that is not a tensorprob or scikit-learn estimator, or class labels
             that are arbitrary Python objects).
         """
+        from .._files import atomic_write
         from ._persist import dumps
 
         meta = {"variable_names": [str(v) for v in self.variable_names], "target": self.target,
@@ -925,7 +928,8 @@ class CPDModel:
             "loglik_history": torch.as_tensor(np.asarray(self.loglik_history_, dtype=np.float64)),
             "meta": dumps(meta, "model"),
         }
-        torch.save(state, path)
+        with atomic_write(path) as fh:  # an interrupted save leaves the file that was there
+            torch.save(state, fh)
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: Any = None) -> CPDModel:
