@@ -95,7 +95,8 @@ def test_predict_takes_lists_and_dataframes_with_all_columns():
     assert torch.equal(m.predict_proba(full), p)  # the label's column is ignored
     assert torch.equal(m.predict_proba(full.to_numpy().tolist()), p)
     assert torch.equal(m.predict_proba(df.to_numpy().tolist()), p)
-    assert torch.equal(m.predict(full), p.argmax(1))
+    assert torch.equal(m.predict_codes(full), p.argmax(1))
+    np.testing.assert_array_equal(m.predict(full), m.classes[p.argmax(1).cpu().numpy()])  # the labels
     est = tp.CPD(rank=2, random_state=0, n_iter_max=30).fit(df, y)
     assert list(np.unique(est.predict(df))) == ["hi", "lo"]
     assert np.isfinite(est.score(df, y)) and np.isfinite(est.score(df))

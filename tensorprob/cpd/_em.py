@@ -173,6 +173,16 @@ def _log_floor(dtype: torch.dtype, n_vars: int) -> float:
     return float(torch.finfo(dtype).min) / (n_vars + 2)
 
 
+def unfloor(log_A: torch.Tensor, n_vars: int) -> torch.Tensor:
+    """``log_A`` with the EM's floors (:func:`_log_floor`) back to ``-inf``: the floors stay inside the fit.
+
+    No log-probability reaches a floor (about -1e306 in float64): every entry at or below it
+    stands for a probability of exactly 0.
+    """
+    floor = float(torch.tensor(_log_floor(log_A.dtype, n_vars), dtype=log_A.dtype))  # as stored in the dtype
+    return log_A.masked_fill(log_A <= floor, -torch.inf)
+
+
 def e_step(data: EMData, state: EMState, *, need_stats: bool):
     """One pass over the rows: mean log-likelihood per model and, if asked, M-step statistics.
 

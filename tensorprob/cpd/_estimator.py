@@ -1,6 +1,7 @@
 """``CPD``: the scikit-learn estimator around :func:`fit_cpd` (as tensorly's ``CP`` around ``parafac``)."""
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -163,6 +164,12 @@ class CPD(CachedParamNames, BaseEstimator):
     def score(self, X: Any, y: Any = None) -> float:
         """Mean log-likelihood per row (nats), the quantity EM maximizes; higher is better.
 
+        As for scikit-learn's density estimators (``GaussianMixture.score``), the score of a
+        CPD is the mean of :meth:`score_samples`, ``(1/M) sum_m log P(x_m)``, not the accuracy
+        of :meth:`predict`: ``GridSearchCV`` over ranks then picks the rank with the best
+        held-out likelihood. For the classification accuracy use
+        ``sklearn.metrics.accuracy_score(y, cpd.predict(X))``.
+
         %(X_codes)s
         y : array-like of shape (n_samples,), optional
             Labels of the rows, as in :meth:`score_samples`.
@@ -170,9 +177,22 @@ class CPD(CachedParamNames, BaseEstimator):
         Returns
         -------
         float
-            Mean of :meth:`score_samples` over the rows.
+            Mean of :meth:`score_samples` over the rows: ``-inf`` when a row has probability
+            0 under the model (a value combination no component allows, possible with
+            ``alpha=0``; a warning gives how many rows).
+
+        Warns
+        -----
+        UserWarning
+            Rows of probability 0, with their number.
         """
-        return float(np.mean(self.score_samples(X, y)))
+        s = self.score_samples(X, y)
+        zero = int(np.isneginf(s).sum())
+        if zero:
+            warnings.warn(f"{zero} of {s.size} rows have probability 0 under the model (log-likelihood -inf), so the "
+                          "mean log-likelihood is -inf; alpha > 0 (Dirichlet smoothing) gives every value a positive "
+                          "probability", UserWarning, stacklevel=2)
+        return float(np.mean(s))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``P(y | x)`` of every row (models fitted with a label).

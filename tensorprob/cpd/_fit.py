@@ -15,7 +15,7 @@ from .._docstrings import fill_doc
 from ..counting import unique_rows
 from ..ops import use_triton
 from ..ops._incidence import GATHER_SPLIT
-from ._em import EMData, EMState, init_kmeanspp, init_random, run_em
+from ._em import EMData, EMState, init_kmeanspp, init_random, run_em, unfloor
 from ._model import CPDModel
 from ._stream import as_chunks, prepare_stream
 from ._validation import PreparedData, _check_int, _check_weights, _global_weight_scale, prepare_data
@@ -237,6 +237,7 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
                     spill.close()
         prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
                             missing_values=missing_values, distributed=dist_on)
+        _name_label(prep, y)
         if dist_on:
             W_np = _distributed.agree(lambda: _check_weights(sample_weight, prep.codes.shape[0], local=True))
             W_np = _global_weight_scale(W_np)
@@ -245,6 +246,16 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
         return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
                              tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
                              stacklevel=4, distributed=dist_on)
+
+
+def _name_label(prep: PreparedData, y: Any) -> None:
+    """Name the label variable after ``y`` when it has a name (a pandas Series), else it stays ``"y"``."""
+    name = getattr(y, "name", None)
+    if prep.target is None or name is None or isinstance(y, np.ndarray):
+        return
+    name = str(name)
+    if name not in prep.names[: prep.target]:  # a feature of that name keeps it; the label stays "y"
+        prep.names[prep.target] = name
 
 
 def _bytes_per_row(B: int, F: int, itemsize: int, kernel: bool = False) -> int:
@@ -394,7 +405,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
             idx = [b for b, s in enumerate(spec) if s[0] == r and s[1] == k]
             best = idx[best_restart(final[idx], dtype)]
             n_it = int(state.n_iter[best])
-            log_A = state.log_A[:, state.model_cols[best]]  # (D, r) packed columns of the model
+            log_A = unfloor(state.log_A[:, state.model_cols[best]], len(offs) - 1)  # (D, r): log 0 is -inf again
             models.append(CPDModel.from_log_params(
                 state.log_lam[best, :r].to(dtype), [log_A[offs[n]:offs[n + 1]].clone() for n in range(len(offs) - 1)],
                 n_iter=n_it, loglik_history=hist[: n_it + 1, best].copy(), converged=bool(state.converged[best]),

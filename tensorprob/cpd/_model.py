@@ -715,9 +715,37 @@ class CPDModel:
         -------
         tensor of shape (M, F)
             Rows on the simplex.
+
+        Notes
+        -----
+        A row the model gives probability 0 (each component gives one of its values
+        probability 0) has no posterior in the strict sense; it gets the limit of the
+        posterior as those zero probabilities go to 0 together: the posterior, given the row's
+        other values, over the components that rule out the fewest of its values. Its
+        :meth:`log_prob` is ``-inf``.
         """
         full, var = self._codes(X, variables, codes)
-        return torch.softmax(self._latent_log_joint(full, var), dim=1)
+        L = self._latent_log_joint(full, var)
+        post = torch.softmax(L, dim=1)
+        zero = torch.isneginf(L).all(1)
+        if bool(zero.any()):
+            post[zero] = torch.softmax(self._least_ruled_out(full[zero], var), dim=1)
+        return post
+
+    def _least_ruled_out(self, codes: torch.Tensor, variables: Sequence[int]) -> torch.Tensor:
+        """Logits of the posterior of rows of probability 0 (see :meth:`posterior`): (M, F)."""
+        live = torch.isfinite(self.log_weights)
+        finite = self.log_weights[None, :].expand(codes.shape[0], -1).clone()
+        zeros = torch.zeros_like(finite)
+        for n in variables:  # a gather per variable, vectorized over rows
+            x = codes[:, n]
+            g = self.log_factors[n][x.clamp_min(0)]
+            g = torch.where((x >= 0)[:, None], g, torch.zeros_like(g))
+            out = torch.isneginf(g)
+            zeros += out.to(zeros.dtype)
+            finite += g.masked_fill(out, 0.0)
+        fewest = zeros.masked_fill(~live[None, :], torch.inf).amin(1, keepdim=True)
+        return finite.masked_fill((zeros > fewest) | ~live[None, :], -torch.inf)
 
     def predict_proba(self, X: Any, target: int | None = None, *, codes: bool | None = None) -> torch.Tensor:
         """``P(X_target | x_rest)`` (the CPD classifier): tensor of shape (M, I_target).
@@ -727,24 +755,79 @@ class CPDModel:
         Returns
         -------
         tensor of shape (M, I_target)
-            ``P(X_target = i | x_rest)``; rows on the simplex.
+            ``P(X_target = i | x_rest)``; rows on the simplex (for a row of features the
+            model gives probability 0, through the limit described in :meth:`posterior`).
+            Columns are the codes of the target: for the label, in the order of
+            :attr:`classes`.
         """
         t = self._target_index(target)
         rest = [n for n in range(self.n_variables) if n != t]
         post = self.posterior(X, rest, codes=codes)
         return post @ self.factors[t].T
 
-    def predict(self, X: Any, target: int | None = None, *, codes: bool | None = None) -> torch.Tensor:
-        """Predict the most probable code of ``target`` given the rest (ties to the lowest code).
+    def predict_codes(self, X: Any, target: int | None = None, *, codes: bool | None = None) -> torch.Tensor:
+        """The most probable code of ``target`` given the rest (ties to the lowest code).
 
         %(predict)s
 
         Returns
         -------
         int64 tensor of shape (M,)
-            The argmax of :meth:`predict_proba` of every row.
+            The argmax of :meth:`predict_proba` of every row, on the model's device.
+
+        See Also
+        --------
+        predict : The same prediction as labels (values of :attr:`classes`).
         """
         return torch.argmax(self.predict_proba(X, target, codes=codes), dim=1)
+
+    def predict(self, X: Any, target: int | None = None, *, codes: bool | None = None) -> np.ndarray:
+        """Predict the most probable value of ``target`` given the rest, in the original label space.
+
+        %(predict)s
+
+        Returns
+        -------
+        ndarray of shape (M,)
+            For the label variable, values of :attr:`classes` (as scikit-learn classifiers
+            return them); for a feature target, the encoder's category values of that column
+            when it has them (the codes of a discretized column, or of a model without an
+            encoder). Ties go to the lowest code.
+
+        See Also
+        --------
+        predict_codes : The codes, as a tensor on the model's device.
+
+        Examples
+        --------
+        >>> import numpy as np, tensorprob
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.choice(["cat", "dog"], 300)
+        >>> X = np.column_stack([(y == "dog") ^ (rng.random(300) < 0.1), rng.integers(0, 3, 300)])
+        >>> m = tensorprob.fit_cpd(X, rank=2, y=y, device="cpu", random_state=0)
+        >>> m.predict([[1, 0], [0, 2]]).tolist()
+        ['dog', 'cat']
+        >>> m.predict_codes([[1, 0], [0, 2]]).tolist()
+        [1, 0]
+        """
+        t = self._target_index(target)
+        pred = to_numpy(self.predict_codes(X, t, codes=codes))
+        values = self._values_of(t)
+        return pred if values is None else np.asarray(values)[pred]
+
+    def _values_of(self, n: int) -> np.ndarray | None:
+        """The original values of variable ``n``'s codes: the classes of the label, an encoder's categories, or None."""
+        if n == self.target:
+            return None if self.classes is None else np.asarray(self.classes)
+        enc = self.encoder_
+        if enc is None:
+            return None
+        j = n - (self.target is not None and self.target < n)  # the encoder's column of variable n
+        try:
+            cats = enc.categories_[j]
+        except (AttributeError, IndexError, TypeError):
+            return None
+        return None if cats is None else np.asarray(cats)
 
     def sample(self, n_samples: int, random_state: RandomStateLike = None, return_latent: bool = False):
         """Draw ``n_samples`` rows of codes (and the latent classes if asked).
@@ -802,7 +885,8 @@ class CPDModel:
         Returns
         -------
         Estimate
-            ``(value, stderr)``; stderr is 0 for exact values.
+            ``(value, stderr, method)`` in nats: ``method="exact"`` with ``stderr=0`` for an
+            enumeration, ``method="mc"`` with its Monte-Carlo standard error otherwise.
 
         Examples
         --------
@@ -815,10 +899,10 @@ class CPDModel:
         var = list(range(self.n_variables)) if variables is None else self._check_variables(variables)
         if method == "exact":
             v, _ = information(self._core(), var, estimator="entropy_exact")
-            return Estimate(float(v[0]), 0.0)
+            return Estimate(float(v[0]), 0.0, "exact")
         X = self._mc_samples(method, n_samples, random_state, samples, codes)
         v, se = information(self._core(), var, estimator="entropy", samples=X[None])
-        return Estimate(float(v[0]), float(se[0]))
+        return Estimate(float(v[0]), float(se[0]), "mc")
 
     def _mc_samples(self, method: str, n_samples: int, random_state: RandomStateLike, samples: Any,
                     codes: bool | None = None) -> torch.Tensor:
@@ -855,7 +939,9 @@ class CPDModel:
         Returns
         -------
         Estimate
-            ``(value, stderr)`` in nats; stderr is 0 for exact values.
+            ``(value, stderr, method)`` in nats: ``method="exact"`` with ``stderr=0`` for an
+            enumeration; for Monte-Carlo, the estimator that ran (``"mc"``, the plug-in
+            form, or ``"rao_blackwell"``) with its standard error.
 
         Raises
         ------
@@ -884,11 +970,11 @@ class CPDModel:
                 raise ValueError(f"target variable {t} is also in variables")
         if method == "exact":
             v, _ = information(self._core(), var, target=t, estimator="exact")
-            return Estimate(float(v[0]), 0.0)
+            return Estimate(float(v[0]), 0.0, "exact")
         X = self._mc_samples(method, n_samples, random_state, samples, codes)
         kind = "mc" if estimator == "paper" and t is None else "rao_blackwell"
         v, se = information(self._core(), var, target=t, estimator=kind, samples=X[None])
-        return Estimate(float(v[0]), float(se[0]))
+        return Estimate(float(v[0]), float(se[0]), kind)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:

@@ -50,7 +50,7 @@ from ._sampling import draw_codes, draw_latent
 
 
 class Estimate(NamedTuple):
-    """An information estimate in nats with its standard error (0 for exact values).
+    """An information estimate in nats, its standard error and the method that produced it.
 
     The fields are the constructor's parameters.
 
@@ -59,7 +59,12 @@ class Estimate(NamedTuple):
     value : float
         The estimate (nats).
     stderr : float
-        Monte-Carlo standard error of ``value``; 0 for exact enumeration.
+        Monte-Carlo standard error of ``value``; 0 for exact values.
+    method : {"exact", "mc", "rao_blackwell"}
+        ``"exact"``: enumeration of the joint states (no sampling error, ``stderr`` is 0);
+        ``"mc"``: the plain Monte-Carlo average over model samples (for ``I(X_S; Z)``, the
+        plug-in form ``H^(X_S) - sum H(X_n | Z)`` of Amiridi et al.);
+        ``"rao_blackwell"``: the Rao-Blackwellized Monte-Carlo form (lower variance).
 
     Notes
     -----
@@ -69,13 +74,14 @@ class Estimate(NamedTuple):
     Examples
     --------
     >>> from tensorprob import Estimate
-    >>> e = Estimate(0.5, 0.01)
-    >>> float(e), e.stderr
-    (0.5, 0.01)
+    >>> e = Estimate(0.5, 0.01, "mc")
+    >>> float(e), e.stderr, e.method
+    (0.5, 0.01, 'mc')
     """
 
     value: float
     stderr: float
+    method: str
 
     def __float__(self) -> float:
         return float(self.value)
