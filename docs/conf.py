@@ -12,7 +12,8 @@ Generated at build time, never committed (see .gitignore):
   per name from its numpydoc docstring.
 - ``docs/notebooks/``: copies of ``notebooks/*.ipynb``, rendered by myst-nb. They are committed
   without outputs, so they are executed here in their small setting
-  (``TENSORPROB_NOTEBOOK_SMALL=1``, the setting ``tests/test_notebooks.py`` runs).
+  (``TENSORPROB_NOTEBOOK_SMALL=1``, the setting ``tests/test_notebooks.py`` runs), with the
+  inline matplotlib backend so that their figures appear on the pages.
   ``TENSORPROB_DOCS_EXECUTE=off`` renders them unexecuted (a quick local build).
 """
 from __future__ import annotations
@@ -69,7 +70,10 @@ nb_execution_timeout = 600  # seconds per cell
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 os.environ.setdefault("TENSORPROB_NOTEBOOK_SMALL", "1")  # inherited by the notebook kernels
-os.environ.setdefault("MPLBACKEND", "Agg")
+# The kernels draw with IPython's inline backend, so every figure a cell makes is shown on the page
+# (under Agg, which a plain script gets, none would be: an environment that sets MPLBACKEND=Agg
+# must not empty the notebook pages, hence no setdefault).
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 
