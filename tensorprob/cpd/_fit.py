@@ -1,6 +1,7 @@
 """``fit_cpd`` / ``fit_cpds``: batched KL-EM fits of CPD joint-PMF models, and the ``CPD`` estimator."""
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -10,7 +11,8 @@ import torch
 
 from .. import _distributed
 from .._config import device_budget, get_config
-from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
+from .._device import (RandomStateLike, cpu_thread_cap, make_generator, resolve_device, resolve_dtype,
+                       seed_from_random_state, to_numpy)
 from .._docstrings import fill_doc
 from ..counting import unique_rows
 from ..ops import use_triton
@@ -217,7 +219,9 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
     n_restarts, n_iter_max, tol, alpha = _check_options(n_restarts, n_iter_max, tol, alpha, init)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    with device_budget(dev, dist_on):  # a CUDA device's own budget under memory_budget="auto"
+    # on the CPU, get_config()["cpu_threads"] torch threads (1 by default), as the selectors: a busy core slows
+    # a fit on all cores many-fold; a CUDA device's own budget under memory_budget="auto"
+    with cpu_thread_cap(dev), device_budget(dev, dist_on):
         chunks = as_chunks(X)
         if chunks is not None:
             if y is not None or sample_weight is not None:
@@ -321,6 +325,20 @@ def best_restart(final: np.ndarray, dtype: Any = None) -> int:
     return int(np.flatnonzero(finite & (final >= top - margin * abs(top)))[0])
 
 
+def _on_capped_threads(fit: Any) -> Any:
+    """Run ``fit(rows, ..., device=...)`` on ``get_config()["cpu_threads"]`` torch threads when it runs on the CPU.
+
+    For the callers that reach the EM directly (``select_rank``, GSM-CPD's refits); a nested cap changes nothing.
+    """
+    @functools.wraps(fit)
+    def run(rows: torch.Tensor, *args: Any, device: Any = None, **kwargs: Any) -> Any:
+        with cpu_thread_cap(rows.device if device is None else torch.device(device)):
+            return fit(rows, *args, device=device, **kwargs)
+
+    return run
+
+
+@_on_capped_threads
 def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks: list[int], *, n_restarts: int,
                 n_iter_max: int, tol: float, alpha: float, init: str, seed: int, dtype: torch.dtype,
                 callback: Any = None, var_mask: torch.Tensor | None = None, distributed: bool = False,
