@@ -13,8 +13,9 @@ Use :func:`config_context` to change a setting for a block of code and
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,7 +39,13 @@ _DEFAULTS: dict[str, Any] = {
     # thread: about as fast as two on a quiet 2-core machine and steady when a core is busy,
     # where two threads lose 3.7x (geometric mean; README, "Speed on the CPU").
     "cpu_threads": 1,
+    # How tables are counted: "auto" (the planner's cheapest strategy), "reference" (the plain
+    # bincount everywhere) or a strategy's name; the environment variable sets the default.
+    "counting": (os.environ.get("TENSORPROB_COUNTING", "") or "auto").strip().lower(),
 }
+#: Validators of settings whose values a lower layer cannot know: the counting package registers
+#: the check of ``counting`` (its strategy names) here when it is imported.
+VALIDATORS: dict[str, Callable[[Any], Any]] = {}
 _global: dict[str, Any] = dict(_DEFAULTS)
 _lock = threading.Lock()  # guards writes to the process-wide values
 # The configuration in effect: the process-wide dict, or the copy a config_context installed.
@@ -68,7 +75,8 @@ def get_config() -> dict[str, Any]:
         ``"cuda:N"``) and ``dtype`` (what ``dtype=None`` resolves to: ``None`` gives float64 on
         the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``) and
         ``cpu_threads`` (torch intra-op threads while a selector fits on the CPU, default 1;
-        None leaves torch's setting).
+        None leaves torch's setting) and ``counting`` (how contingency tables are counted:
+        ``"auto"``, ``"reference"`` or a strategy name; see :func:`set_config`).
     """
     return {k: v for k, v in _state().items() if not k.startswith("_")}
 
@@ -127,7 +135,7 @@ _UNSET: Any = object()
 
 def set_config(*, memory_budget: int | str | None = None, max_categories: int | None = None,
                progress: bool | None = None, device: Any = None, dtype: Any = _UNSET,
-               cpu_threads: Any = _UNSET) -> None:
+               cpu_threads: Any = _UNSET, counting: str | None = None) -> None:
     """Set configuration values; ``None`` leaves a value unchanged.
 
     Outside :func:`config_context` the values are process-wide (every thread sees them);
@@ -166,6 +174,15 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
         1.3x slower. ``torch.set_num_threads`` is process-wide: selectors fitted at the same
         time in several threads of one process should agree on the value. The CPD fits keep
         torch's setting.
+    counting : str, optional
+        How contingency tables are counted: ``"auto"`` (the default: for every table the
+        cheapest strategy that applies, by the planner's estimates), ``"reference"`` (the plain
+        bincount for every table) or the name of one strategy
+        (``tensorprob.counting.strategies()``), forced for the kinds of tables it counts (an
+        error where it does not apply). Every strategy counts the same integers, so only the
+        speed changes (and the last bits of float64 sums). The environment variable
+        ``TENSORPROB_COUNTING`` sets the default. A fitted selector records what ran in
+        ``counting_plan_``.
 
     See Also
     --------
@@ -201,6 +218,8 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
         new["cpu_threads"] = cpu_threads
     if progress is not None:
         new["progress"] = bool(progress)
+    if counting is not None:
+        new["counting"] = VALIDATORS.get("counting", str)(counting)
     if isinstance(memory_budget, str) and memory_budget == "auto":
         new.update({"memory_budget": _DEFAULTS["memory_budget"], "_memory_budget_auto": True})
     elif memory_budget is not None:

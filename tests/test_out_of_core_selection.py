@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import tensorprob as tp
-from tensorprob.counting import _selection, _spill, _tables
+from tensorprob.counting import _dense, _spill, _tables
 from tensorprob.datasets import RowChunks, shard_files
 
 CLASSIC = [tp.MIM, tp.MIFS, tp.MRMR, tp.CIFE, tp.JMI, tp.CMIM, tp.JMIM, tp.DISR, tp.ICAP, tp.MRI, tp.RMRMR]
@@ -82,7 +82,7 @@ def test_rowchunks_block_rows_and_spill_dir_apply_to_selection(monkeypatch, tmp_
         init(self, *args, **kwargs)
         spilled.append(self.path)
 
-    monkeypatch.setattr(_selection, "joint_table", spy)
+    monkeypatch.setattr(_dense, "joint_table", spy)
     monkeypatch.setattr(_spill.SpilledRows, "__init__", record)
     chunks = RowChunks([(X[s], y[s]) for s in _pieces(len(X), [700, 800])], block_rows=333, spill_dir=tmp_path)
     got = tp.JMI(k=4).fit(chunks)
@@ -221,7 +221,6 @@ def test_parquet_file_and_directory(tmp_path, dtype):
 
 
 def test_memory_is_bounded_by_a_chunk_and_a_block(tmp_path, monkeypatch, dtype):
-    from tensorprob.selection import _classic
 
     X, y = _planted(n=3000, n_features=8, seed=8)
     ref = tp.RMRMR(k=5).fit(X, y)
@@ -243,8 +242,7 @@ def test_memory_is_bounded_by_a_chunk_and_a_block(tmp_path, monkeypatch, dtype):
         rows_counted.append(codes.shape[0])
         return count(codes, *args, **kwargs)
 
-    for mod in (_selection, _classic):
-        monkeypatch.setattr(mod, "joint_table", spy)
+    monkeypatch.setattr(_dense, "joint_table", spy)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     spilled = []
     init = _spill.SpilledRows.__init__

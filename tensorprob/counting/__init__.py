@@ -1,7 +1,16 @@
-"""Counting: unique rows with weights, incidence matrices, contingency tables and their information."""
-from ._incidence import Incidence, offsets_of, unique_rows
-from ._selection import SelectionData
-from ._tables import TableInformation, entropy_of_counts, gather_conditional, joint_table, table_information
+"""Counting: contingency tables and their information, by named strategies chosen by one planner.
 
-__all__ = ["Incidence", "SelectionData", "TableInformation", "entropy_of_counts", "gather_conditional", "joint_table",
-           "offsets_of", "table_information", "unique_rows"]
+Every way of counting a table is a strategy (``strategies()`` lists them, by kind of table);
+the planner of a run picks the cheapest that applies and records it (``counting_plan_`` of a
+fitted selector, :class:`CountingPlan`); ``set_config(counting="reference")`` runs the plain
+bincount everywhere. See the contributor guide, "How tables are counted".
+"""
+from . import _batched, _bitsets, _dense, _grouped, _sorted  # noqa: F401  (registers the strategies)
+from ._incidence import Incidence, offsets_of, unique_rows
+from ._planner import KINDS, CountingPlan, Request, Strategy, strategies
+from ._selection import SelectionData
+from ._tables import Quantities, TableInformation, entropy_of_counts, gather_conditional, joint_table, table_information
+
+__all__ = ["KINDS", "CountingPlan", "Incidence", "Quantities", "Request", "SelectionData", "Strategy",
+           "TableInformation", "entropy_of_counts", "gather_conditional", "joint_table", "offsets_of", "strategies",
+           "table_information", "unique_rows"]

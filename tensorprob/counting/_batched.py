@@ -29,7 +29,7 @@ one product per class for all members whatever their picks. Its work is ``card_a
 multiply-adds per code and member (``I`` the largest cardinality), against one scatter-add per
 code and member (or per differing row) of the bincounts, but dense, vectorized and reading
 each code's one-hot row once per class block for all members
-(:meth:`BatchedSelectionData.count` chooses by a cost estimate). It runs only where the sums
+(the planner chooses by its cost estimates among the strategies of kind ``"members"``). It runs only where the sums
 are exact integers: integral weights whose column totals stay below 2**24. On the CPU, weights
 of at most 127 multiply in int8 with int32 sums (``torch._int_mm``, about 4x the float32 rate
 with AVX-512 VNNI), and the quantities a criterion reads are then computed straight from the
@@ -40,66 +40,52 @@ each member's layout; elsewhere (larger weights, a GPU) the products run in floa
 from __future__ import annotations
 
 import functools
-import math
+from dataclasses import dataclass
 
 import torch
 
 from .._config import get_config
 from .._device import chunk_ranges
-from ._selection import SelectionData, feature_major
+from . import _costs
+from ._grouped import grouped_seconds, weight_levels
+from ._planner import CountingPlan, Planner, Request, Strategy, register
+from ._selection import CLASS_FREE, SelectionData, feature_major
 from ._tables import (
-    _GROUPED_MAX_LEVELS,
     _XLOGX_MAX,
     ClassOuterInformation,
     _xlogx,
-    grouped_seconds,
     joint_table,
     one_hot,
     rows_by_class,
     table_information,
 )
 
-#: Members share each pick's count (and keep the quantities for later steps) when the fraction of
-#: their weights that differ from 1 is at most this: 10-fold training masks (0.1) do, bootstrap
-#: counts (about 0.63) and half-samples (0.5) do not.
-SHARE_MAX_DIFFERING = 0.25
-
-#: Cost estimates of the two ways of counting members against their picks, in nanoseconds
-#: (measured on a 2-core x86 CPU, torch 2.13; only their ratio matters): one bincount pass over
-#: the codes, per code; the products, per multiply-add (code x member x card_a x I), and per
-#: product call (one per class). The products need float32 sums to be exact (module notes).
-#: On the CPU a multiply-add costs more than the GPU figure: 0.046 ns measured at one thread
-#: (MNIST-5k, 10 fold masks, the float32 products of one JMI step: 45 ms), and the grouped
-#: comparisons (:func:`~tensorprob.counting._tables.grouped_seconds`) replace the bincount
-#: where they are cheaper.
-_NS_BINCOUNT_PASS = 2.5
-_NS_PRODUCT_MADD = 0.0025
-_NS_PRODUCT_MADD_CPU = 0.03
-#: The same in int8 with int32 sums (``torch._int_mm``; weights of at most 127): 0.005 ns
-#: measured at one thread (x86 with AVX-512 VNNI; 500 rows of a class x 500 member-values x
-#: 3,920 candidate-values: 5.0 ms, against 23 ms in float32).
-_NS_PRODUCT_MADD_INT8 = 0.006
-_NS_PRODUCT_CALL = 2.0e4
-#: Nanoseconds per entry of the one-hot codes the products build once (CPU; MNIST-5k: 0.18 s for
-#: 5,000 x 784 x 5 entries, rows sorted by class).
-_NS_ONEHOT_CPU = 9.0
-#: The same for int8 one-hot codes, built by comparisons (MNIST-5k: 36 ms).
-_NS_ONEHOT_INT8 = 2.0
-#: Rows whose weights agree across the members form a pattern (a 10-fold split has 10: each row
-#: is left out by one member). With at most this many patterns, one count of all rows keyed by
-#: (x_a, pattern) gives every member's table as a weighted sum of the pattern tables.
-PATTERNS_MAX = 16
-#: Nanoseconds per multiply-add of those sums (member x pattern x cell, float64; CPU-measured).
-_NS_PATTERN_MADD = 0.4
 #: Whether the quantities of a step's members are computed from their stacked tables on the CPU
-#: too. On a GPU one computation for all members replaces 20-40 small kernels per member (the
-#: first GPU run of 100 bootstrap JMI selections: 66 ms a step, launch-bound); on the CPU the
-#: stack streams through memory where one member's tables stay in cache (30 bootstrap members of
-#: MNIST-5k, k = 20, one thread: 4.2 s stacked against 3.3 s one at a time). Tests set it.
+#: too (on a GPU one computation for all members replaces many small kernels per member; on the
+#: CPU one member's tables stay in cache where the stack streams through memory). Tests set it.
 STACK_ON_CPU = False
-#: Nanoseconds per output cell of a grouped count (levels combined, transposed into a table,
-#: added to the shared count): measured about 2 on MNIST-5k's members.
-_NS_GROUPED_CELL = 2.0
+#: Members at least, for :attr:`BatchedSelectionData.counts_steps_together` (one int8 product
+#: then serves every member's eager step: ``benchmarks/results/batched_int8.md``).
+EAGER_MIN_BATCH = 4
+
+
+@dataclass
+class Members:
+    """What a ``"members"`` request counts: each member's tables against its own pick.
+
+    ``members[i]`` against ``a_cols[i]`` (None: a constant, ``card_a`` = 1); ``classes``: with
+    the class (else summed over it); ``stack``: one (n, N, I, card_a, C) tensor instead of a
+    list; ``raw``: the int8 products' class-outer quantities may be returned; ``slot``: which
+    kept buffers raw quantities use.
+    """
+
+    members: list[int]
+    a_cols: list[int | None]
+    card_a: int
+    classes: bool = True
+    stack: bool = False
+    raw: bool = False
+    slot: int = 0
 
 
 class BatchedSelectionData:
@@ -109,8 +95,8 @@ class BatchedSelectionData:
     ----------
     codes : torch.Tensor of shape (M, N), int
         Feature codes (-1 missing), as for :class:`~tensorprob.counting.SelectionData`.
-    max_card : int
-        Largest cardinality of the features.
+    cards : array-like of shape (N,), or int
+        Cardinalities of the features (an int: the same for all).
     y : torch.Tensor of shape (M,), int
         Class codes.
     n_classes : int
@@ -135,31 +121,37 @@ class BatchedSelectionData:
 
     Attributes
     ----------
+    data : SelectionData
+        The unweighted data of all rows.
     members : list of SelectionData
         One weighted view per column of ``weights``; :meth:`SelectionData.pair_information` of
         a member reads the tables the batch counted for it when its pick was announced.
+    counting_plan : CountingPlan
+        Which strategy counted the batch's tables (the members' counts included).
     """
 
-    def __init__(self, codes: torch.Tensor, max_card: int, y: torch.Tensor, n_classes: int, weights: torch.Tensor,
+    def __init__(self, codes: torch.Tensor, cards, y: torch.Tensor, n_classes: int, weights: torch.Tensor,
                  dtype: torch.dtype = torch.float64, log_base: float = 1.0, distributed: bool = False,
                  compact: bool = False) -> None:
-        base = SelectionData(codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
+        base = SelectionData(codes, cards, y, n_classes, dtype=dtype, log_base=log_base,
                              distributed=distributed)  # feature-major codes
-        self.codes, self.max_card, self.y, self.n_classes = base.codes, int(max_card), y, int(n_classes)
+        self.data = base
+        self.codes, self.cards, self.y, self.n_classes = base.codes, base.cards, y, int(n_classes)
+        self.max_card = base.max_card
         self.dtype = dtype
         W = weights.to(torch.float64)
         self.weights = W
         self.members = []
-        self._base = base
         complete = base.complete
         self._complete = complete
         self._row_major: torch.Tensor | None = None
+        self.planner = Planner(self)
         for b in range(W.shape[1]):
             if compact:
-                m = compact_rows(self._rows_first(), y, W[:, b], max_card, n_classes, dtype=dtype,
+                m = compact_rows(self._rows_first(), y, W[:, b], self.cards, n_classes, dtype=dtype,
                                  log_base=log_base, distributed=distributed)
             else:
-                m = SelectionData(self.codes, max_card, y, n_classes, dtype=dtype, log_base=log_base,
+                m = SelectionData(self.codes, self.cards, y, n_classes, dtype=dtype, log_base=log_base,
                                   weights=W[:, b], distributed=distributed)
             m._complete = complete
             m._batch = self
@@ -170,61 +162,71 @@ class BatchedSelectionData:
         B = W.shape[1]
         self._picked: list[set[int]] = [set() for _ in range(B)]
         self._active = set(range(B))
-        self._cache: dict[int, dict[int, object]] = {}
-        self._needed: set[str] = set()
+        self._cache: dict[int, dict[int, dict]] = {}
+        self._needed: tuple[str, ...] = ()
         # share a pick's count among all members when they differ from unit weights on few rows
         # (fold masks): then counting every member against a pick costs about two passes
         # (a global decision: it sets which counts, hence which collectives, each step makes)
         differing = base.reduce(torch.stack([(W != 1).to(torch.float64).sum(),
                                              torch.tensor(float(W.numel()), dtype=torch.float64, device=W.device)]))
-        self._share = B > 1 and float(differing[0]) <= SHARE_MAX_DIFFERING * float(differing[1])
+        self._share = B > 1 and float(differing[0]) <= _costs.SHARE_MAX_DIFFERING * float(differing[1])
         self._tables: dict[int, dict[int, torch.Tensor]] = {}  # pick -> member -> raw table (pair_table)
         self._counted: dict[int, set[int]] = {}  # pick -> members whose raw table this step counted
-        # the product path (module notes): exact in float32 for integral weights with column
-        # totals below 2**24; its one-hot codes are kept when they fit a quarter of the budget
+        # the products (module notes): exact for integral weights with column totals below 2**24;
+        # int8 (exact int32 sums) for weights below 128 on the CPU
         totals = W.sum(0)
-        M, N = self.codes.shape
-        integral = bool((W == W.round()).all())
-        # on the CPU, weights below 128 multiply as int8 (exact int32 sums, about 4x the float32 rate)
-        # (a rank may hold no rows; either dtype gives the same exact counts, so ranks may differ)
+        self._integral = bool((W == W.round()).all())
         largest = float(W.max()) if W.numel() else 0.0
-        self._product_dtype = (torch.int8 if W.device.type == "cpu" and integral and largest <= 127
-                               and _int8_products() else torch.float32)
-        size = torch.empty((), dtype=self._product_dtype).element_size()
-        self._product_ok = (integral and float(totals.max()) < 2.0**24
-                            and size * M * N * self.max_card <= get_config()["memory_budget"] // 4)
-        # the int8 products' counts go to the information quantities as they are (class outer)
-        # where each member's total has its m log m looked up
-        # (one rank's: a distributed batch sums every rank's tables first)
-        self._raw_ok = (self._product_dtype == torch.int8 and float(totals.max()) <= _XLOGX_MAX
-                        and not distributed)
+        self._int8_ok = W.device.type == "cpu" and self._integral and largest <= 127 and _int8_products()
+        self._exact_products = self._integral and float(totals.max()) < 2.0**24
         self._max_total = int(totals.max())
+        # the int8 products' counts go to the quantities as they are (class outer) where each
+        # member's total has its m log m looked up (one rank's: a distributed batch sums first)
+        self._raw_ok = self._int8_ok and float(totals.max()) <= _XLOGX_MAX and not distributed
         # kept buffers of the raw path (name -> 1-D tensor): fresh allocations of their size
         # fault in their pages on every count (:class:`ClassOuterInformation`)
         self._buffers: dict[str, torch.Tensor] = {}
-        self._onehot: torch.Tensor | None = None
+        self._onehot: dict[torch.dtype, torch.Tensor] = {}
+        self._w_product: dict[torch.dtype, torch.Tensor] = {}
+        self._sorted_codes: torch.Tensor | None = None
         #: how many counts the run is expected to make (the greedy driver sets it to about k):
         #: the products' one-time build is spread over them in the cost estimate
         self.expected_counts = 1
-        self._w_product: torch.Tensor | None = None
-        # per member: how many distinct nonzero values its weights and its w - 1 take (the
-        # levels of a grouped count, for the cost estimate of :meth:`count`)
+        # per member: how many levels its weights and its w - 1 take (grouped counts; None: not integral)
         # (CPU only: the GPU never counts by comparisons, and each unique would synchronize)
-        self._levels = ([(int(torch.unique(w[w != 0]).numel()), int(torch.unique(w[w != 1]).numel()))
-                         for w in W.unbind(1)] if W.device.type == "cpu" else [(1, 1)] * W.shape[1])
-        # per member: rows whose weight differs from 1, and rows of positive weight (host ints,
-        # read by every count's cost estimate: one transfer here instead of three per pick and step)
+        self._levels = ([(weight_levels(w.numpy()), weight_levels((w - 1).numpy())) for w in W.unbind(1)]
+                        if W.device.type == "cpu" else [(None, None)] * B)
+        # per member: rows whose weight differs from 1, and rows of positive weight (host ints)
         self._n_differ, self._n_positive = torch.stack([(W != 1).sum(0), (W > 0).sum(0)]).tolist()
         # the weight patterns of the rows (PATTERNS_MAX at most, else None): (P, B) weights, the
         # pattern of every row (-1: a row no member counts), and whether the (x_a, pattern) keys are complete
         self._patterns: tuple[torch.Tensor, torch.Tensor, bool] | None = None
         if B > 1 and not distributed:
             pat, inv = torch.unique(W, dim=0, return_inverse=True)
-            if pat.shape[0] <= PATTERNS_MAX:
+            if pat.shape[0] <= _costs.PATTERNS_MAX:
                 used = pat.ne(0).any(1)
                 ids = torch.cumsum(used.to(torch.int64), 0) - 1
                 row_pat = torch.where(used[inv], ids[inv], -1)
                 self._patterns = (pat[used], row_pat, complete and bool((row_pat >= 0).all()))
+
+    @property
+    def n_members(self) -> int:
+        """Number of members B."""
+        return len(self.members)
+
+    @property
+    def counts_steps_together(self) -> bool:
+        """Whether one int8 product can count every member's step (see ``SelectionData.batch_counts_steps_together``)."""
+        return self._raw_ok and self.n_members >= EAGER_MIN_BATCH and get_config()["counting"] == "auto"
+
+    @property
+    def counting_plan(self) -> CountingPlan:
+        """Which strategy counted the batch's tables, its members' own counts included."""
+        plan = CountingPlan()
+        plan.merge(self.planner.plan)
+        for m in self.members:
+            plan.merge(m.counting_plan)
+        return plan
 
     def _rows_first(self) -> torch.Tensor:
         """The codes row-major (M, N) contiguous, copied once: whole rows are gathered from it."""
@@ -233,12 +235,24 @@ class BatchedSelectionData:
         return self._row_major
 
     # ------------------------------------------------------------------ counting
-    def _table(self, rows: torch.Tensor | None, a: int | None, card_a: int,
-               weights: torch.Tensor | None) -> torch.Tensor:
-        """(N, I, card_a, C) counts of (x_c, x_a, class) over ``rows`` (None: all), optionally weighted."""
-        T = self._grouped(rows, a, card_a, weights)
-        if T is not None:
-            return T
+    def _table(self, rows: torch.Tensor | None, a: int | None, card_a: int, weights: torch.Tensor | None,
+               grouped: bool) -> torch.Tensor:
+        """(N, I, card_a, C) counts of (x_c, x_a, class) over ``rows`` (None: all), optionally weighted.
+
+        ``grouped``: by grouped comparisons (the rows left out get weight 0, the row-major codes
+        are read in place); else by a bincount.
+        """
+        if grouped:
+            from ._grouped import grouped_table
+
+            M = self.codes.shape[0]
+            if rows is None:
+                w = weights
+            else:
+                w = torch.zeros(M, dtype=torch.float64)
+                w[rows] = 1.0 if weights is None else weights.to(torch.float64)
+            return grouped_table(self.data.row_major_codes(), self.y.numpy(), a, self.max_card, self.n_classes,
+                                 self._complete, None if w is None else w.to(torch.float64).numpy(), self.dtype)
         codes, y = self.codes, self.y
         a_col = None if a is None else codes[:, a]
         if rows is not None:
@@ -250,99 +264,134 @@ class BatchedSelectionData:
         return joint_table(codes, self.max_card, a_col, card_a, y, self.n_classes, weights=weights,
                            dtype=self.dtype, complete=self._complete)
 
-    def _grouped(self, rows: torch.Tensor | None, a: int | None, card_a: int,
-                 weights: torch.Tensor | None) -> torch.Tensor | None:
-        """:meth:`_table` by grouped comparisons (CPU, integral weights, small alphabets), or None.
-
-        The rows left out get weight 0 instead of being gathered: the comparisons read the
-        row-major codes in place, in the order of their (level, x_a, class) key.
-        """
-        if self.codes.device.type != "cpu" or card_a != (1 if a is None else self.max_card):
-            return None
-        if rows is None:
-            return self._base._grouped_for(a, weights, self.codes.shape[0])
-        full = torch.zeros(self.codes.shape[0], dtype=torch.float64)
-        full[rows] = 1.0 if weights is None else weights.to(torch.float64)
-        return self._base._grouped_for(a, full, int(rows.numel()))
-
     def count(self, members: list[int], a_cols: list[int | None], card_a: int,
               classes: bool = True, stack: bool = False, raw: bool = False, slot: int = 0
               ) -> list[torch.Tensor] | torch.Tensor | ClassOuterInformation:
         """Tables (N, I, card_a, n_classes) of (x_c, x_a, class) weighted by each of ``members``.
 
         ``classes=False``: the tables summed over the class, (N, I, card_a, 1) (their
-        class-free quantities equal the full tables'; the products skip the class, the
-        bincounts sum it out), whichever way this rank counts. ``stack=True``: one tensor
-        (len(members), N, I, card_a, C) instead of the list (the products write it in one copy).
-        ``raw=True`` (with ``stack``): where the int8 products count, the members'
+        class-free quantities equal the full tables'). ``stack=True``: one tensor
+        (len(members), N, I, card_a, C) instead of the list. ``raw=True`` (with ``stack``):
+        where the int8 products count (``members-int8-raw``), the members'
         :class:`~tensorprob.counting._tables.ClassOuterInformation` straight from the products'
-        int32 counts, with the members' ``n_rows`` (no copy of the tables into their layout),
-        held in a kept buffer that the next raw count of the same ``slot`` (0 or not) overwrites;
-        where ``raw`` applies but the bincounts count (the cost estimate), the list of tables
-        instead of their stack (the caller sized the chunk for about one copy of the tables).
+        int32 counts, held in a kept buffer that the next raw count of the same ``slot`` (0 or
+        not) overwrites; where another strategy counts, the list of tables instead of their
+        stack (the caller sized the chunk for about one copy of the tables).
 
         ``a_cols[i]`` is the feature playing ``a`` for ``members[i]`` (None: constant, card_a = 1).
-        Members with the same ``a`` (cross-validation masks and resamples mostly pick alike) share
-        one unweighted count of all rows when that reads fewer codes: each then adds only its rows
-        whose weight differs from 1, with weight ``w - 1``. Otherwise a member counts its rows of
-        positive weight (unweighted where those weights are all 1). Exact integer counts either way.
+        The planner picks the strategy (kind ``"members"``); every one gives the exact counts.
         """
-        groups: dict[int | None, list[int]] = {}
-        for i, a in enumerate(a_cols):
-            groups.setdefault(a, []).append(i)
-        M = self.codes.shape[0]
-        plans = {}
-        bincount_ns = 0.0
-        for a, pos in groups.items():
-            ids = [members[i] for i in pos]
-            differ = [self._n_differ[b] for b in ids]
-            positive = [self._n_positive[b] for b in ids]
-            use_ref = len(pos) > 1 and M + sum(differ) < sum(positive)
-            ns = (self._pass_ns(M, card_a, 1, classes)
-                  + sum(self._pass_ns(d, card_a, self._levels[b][1], classes) for d, b in zip(differ, ids))
-                  if use_ref else sum(self._pass_ns(p, card_a, self._levels[b][0], classes)
-                                      for p, b in zip(positive, ids)))
-            mode = "ref" if use_ref else "own"
-            # against the per-member passes at the scatter rate: the grouped model undercounts
-            # passes over few rows per group and leaves out adding each correction to the shared
-            # count (10 fold masks of MNIST-5k: 30 ms measured, 13.6 estimated; a fold's 500 rows
-            # alone 1.6 ms, 1.0 estimated), and one pattern count took 17 ms there
-            passes = (M + sum(differ)) if use_ref else sum(positive)
-            pattern_ns = self._pattern_ns(len(ids), card_a) if len(ids) > 1 and self._patterns else math.inf
-            if pattern_ns < passes * self.codes.shape[1] * _NS_BINCOUNT_PASS:
-                mode, ns = "patterns", pattern_ns
-            plans[a] = (ids, mode)
-            bincount_ns += ns
-        raw = raw and stack and self._raw_ok  # (never distributed: no all-reduce is skipped below)
-        if self._product_ok and self._product_cost(len(members), card_a) < bincount_ns:
-            out = self._product_tables(members, a_cols, card_a, classes, stack, raw, slot)
-            if raw:
-                return out
-        else:
-            out = [None] * len(members)
-            for a, pos in groups.items():
-                self._count_group(out, pos, *plans[a], a, card_a)
-            if not classes:
-                out = [T.sum(3, keepdim=True) for T in out]
-            # raw asked for and counted otherwise: the list, each member's table once (the caller
-            # sized the chunk for about one copy of its tables; a stack would be a second)
-            if raw:
-                return out
-            if stack:
-                out = torch.stack(out)
-        if self._base.distributed:  # one all-reduce for the call
-            out = self._base.reduce(out if stack else torch.stack(out))
-            return out if stack else list(out.unbind(0))
+        req = Request("members", batch=Members(list(members), list(a_cols), card_a, classes, stack,
+                                               raw and stack and self._raw_ok, slot))
+        out = self.planner.count(req)
+        if isinstance(out, ClassOuterInformation):
+            return out
+        if isinstance(out, list) and not classes:
+            out = [T.sum(3, keepdim=True) if T.shape[3] != 1 else T for T in out]
+        if req.batch.raw and isinstance(out, list):
+            return out
+        if self.data.distributed:  # one all-reduce for the call
+            stacked = out if isinstance(out, torch.Tensor) else torch.stack(out)
+            stacked = self.data.reduce(stacked)
+            return stacked if stack else list(stacked.unbind(0))
+        if stack and isinstance(out, list):
+            return torch.stack(out)
+        if not stack and isinstance(out, torch.Tensor):
+            return list(out.unbind(0))
         return out
 
-    def _pattern_ns(self, n_members: int, card_a: int) -> float:
-        """Estimated nanoseconds of :meth:`_pattern_tables` for ``n_members`` members."""
+    def _groups(self, m: Members) -> dict[int | None, list[int]]:
+        """Positions of ``m.members`` by their pick."""
+        groups: dict[int | None, list[int]] = {}
+        for i, a in enumerate(m.a_cols):
+            groups.setdefault(a, []).append(i)
+        return groups
+
+    def _rows_mode(self, ids: list[int]) -> bool:
+        """Whether the members ``ids`` (same pick) share one unweighted count of all rows (each adding its w - 1)."""
+        M = self.codes.shape[0]
+        return len(ids) > 1 and M + sum(self._n_differ[b] for b in ids) < sum(self._n_positive[b] for b in ids)
+
+    def rows_seconds(self, m: Members, grouped: bool) -> float:
+        """Estimated seconds of :meth:`count_rows` (``grouped``: by grouped comparisons)."""
+        M, N = self.codes.shape
+        total = 0.0
+        for pos in self._groups(m).values():
+            ids = [m.members[i] for i in pos]
+            if self._rows_mode(ids):
+                passes = [(M, 1)] + [(self._n_differ[b], self._levels[b][1]) for b in ids]
+            else:
+                passes = [(self._n_positive[b], self._levels[b][0]) for b in ids]
+            for rows, levels in passes:
+                if grouped:
+                    groups = m.card_a * self.n_classes * (levels or 1)
+                    total += (grouped_seconds(rows, N, self.max_card, groups, self._complete)
+                              + groups * self.max_card * N * _costs.GROUPED_CELL_S)
+                else:
+                    total += rows * N * _costs.MEMBER_PASS_S
+        return total
+
+    def count_rows(self, m: Members, grouped: bool) -> list[torch.Tensor]:
+        """Each member's tables over its rows (``members-rows``; ``grouped``: ``members-grouped``).
+
+        Members with the same pick share one unweighted count of all rows when that reads fewer
+        codes: each then adds only its rows whose weight differs from 1, with weight ``w - 1``.
+        Otherwise a member counts its rows of positive weight (unweighted where those weights
+        are all 1). Exact integer counts either way.
+        """
+        out: list = [None] * len(m.members)
+        M = self.codes.shape[0]
+        for a, pos in self._groups(m).items():
+            ids = [m.members[i] for i in pos]
+            Wg = self.weights[:, ids]
+            use_ref = self._rows_mode(ids)
+            ref = self._table(None, a, m.card_a, None, grouped) if use_ref else None
+            for n, i in enumerate(pos):
+                w = Wg[:, n]
+                if use_ref:
+                    rows = (w != 1).nonzero().squeeze(1)
+                    T = ref.clone() if rows.numel() == 0 else ref + self._table(rows, a, m.card_a, w[rows] - 1.0, grouped)
+                else:
+                    rows = (w > 0).nonzero().squeeze(1)
+                    kept = w[rows]
+                    full = rows.numel() == M
+                    T = self._table(None if full else rows, a, m.card_a,
+                                    None if bool((kept == 1).all()) else (w if full else kept), grouped)
+                out[i] = T
+        return out
+
+    def reference_seconds(self, req: Request) -> float:
+        """Estimated seconds of :meth:`count_reference`."""
+        N = self.codes.shape[1]
+        return sum(self._n_positive[b] for b in req.batch.members) * N * _costs.MEMBER_PASS_S * 1.5
+
+    def count_reference(self, req: Request) -> list[torch.Tensor]:
+        """Each member's tables by a weighted bincount of its rows of positive weight (the reference)."""
+        m = req.batch
+        out = []
+        for b, a in zip(m.members, m.a_cols):
+            w = self.weights[:, b]
+            rows = (w > 0).nonzero().squeeze(1)
+            out.append(self._table(rows, a, m.card_a, w[rows], False))
+        return out
+
+    def patterns_seconds(self, m: Members) -> float:
+        """Estimated seconds of :meth:`count_patterns` (inf where the pattern tables exceed the budget)."""
         M, N = self.codes.shape
         P = self._patterns[0].shape[0]
-        cells = N * self.max_card * card_a * self.n_classes
+        cells = N * self.max_card * m.card_a * self.n_classes
         if 16 * P * cells > get_config()["memory_budget"] // 2:  # the pattern tables and their copy
-            return math.inf
-        return M * N * _NS_BINCOUNT_PASS + n_members * P * cells * _NS_PATTERN_MADD
+            return float("inf")
+        groups = self._groups(m)
+        return len(groups) * M * N * _costs.MEMBER_PASS_S + len(m.members) * P * cells * _costs.PATTERN_MADD_S
+
+    def count_patterns(self, m: Members) -> list[torch.Tensor]:
+        """Each member's tables from one count per pick keyed by (x_a, weight pattern) (``members-patterns``)."""
+        out: list = [None] * len(m.members)
+        for a, pos in self._groups(m).items():
+            for i, T in zip(pos, self._pattern_tables([m.members[i] for i in pos], a, m.card_a)):
+                out[i] = T
+        return out
 
     def _pattern_tables(self, ids: list[int], a: int | None, card_a: int) -> list[torch.Tensor]:
         """Tables of the members ``ids`` against ``a`` from one count keyed by (x_a, weight pattern).
@@ -363,80 +412,32 @@ class BatchedSelectionData:
         out = torch.mm(pat[:, ids].T.contiguous(), Tp)  # (n, N I card_a C)
         return [t.view(N, I, card_a, C).to(self.dtype) for t in out.unbind(0)]
 
-    def _count_group(self, out: list, pos: list[int], ids: list[int], mode: str, a: int | None,
-                     card_a: int) -> None:
-        """Counts of the members ``ids`` (at ``pos`` of ``out``) against ``a`` into ``out``.
-
-        ``mode``: "patterns" (:meth:`_pattern_tables`), "ref" (one unweighted count of all rows
-        and each member's ``w - 1`` on its rows that differ from 1) or "own" (each member's rows).
-        """
-        if mode == "patterns":
-            for i, T in zip(pos, self._pattern_tables(ids, a, card_a)):
-                out[i] = T
-            return
-        M = self.codes.shape[0]
-        Wg = self.weights[:, ids]
-        use_ref = mode == "ref"
-        ref = self._table(None, a, card_a, None) if use_ref else None
-        for n, i in enumerate(pos):
-            w = Wg[:, n]
-            if use_ref:
-                rows = (w != 1).nonzero().squeeze(1)
-                T = ref.clone() if rows.numel() == 0 else ref + self._table(rows, a, card_a, w[rows] - 1.0)
-            else:
-                rows = (w > 0).nonzero().squeeze(1)
-                kept = w[rows]
-                full = rows.numel() == M
-                T = self._table(None if full else rows, a, card_a,
-                                None if bool((kept == 1).all()) else (w if full else kept))
-            out[i] = T
-
-    def _pass_ns(self, n_rows: int, card_a: int, levels: int, classes: bool = True) -> float:
-        """Estimated nanoseconds of one :meth:`_table` over ``n_rows`` rows whose weights take ``levels`` values.
-
-        The grouped comparisons where they apply (CPU, integral weights): their model times
-        the levels (one more digit of the key), plus the handling of their output, one set of
-        tables per level (:data:`_NS_GROUPED_CELL` per cell). Otherwise the bincount, and for
-        class-free tables (``classes=False``, MRMR), whose products skip the class: there
-        the products measured faster than the grouped counts (30 bootstrap members of
-        MNIST-5k: 7.0 s against 8.7).
-        """
-        N = self.codes.shape[1]
-        scatter = n_rows * N * _NS_BINCOUNT_PASS
-        if (self.codes.device.type != "cpu" or not classes or card_a not in (1, self.max_card)
-                or levels > _GROUPED_MAX_LEVELS):
-            return scatter
-        groups = card_a * self.n_classes * max(1, levels)
-        grouped = (1e9 * grouped_seconds(n_rows, N, self.max_card, groups, self._complete)
-                   + groups * self.max_card * N * _NS_GROUPED_CELL)
-        return min(scatter, grouped)
-
-    def _product_cost(self, n_members: int, card_a: int) -> float:
-        """Estimated nanoseconds of :meth:`_product_tables` for ``n_members`` members."""
+    def product_seconds(self, m: Members, dt: torch.dtype) -> float:
+        """Estimated seconds of :meth:`_product_tables` in ``dt`` for the members of ``m``."""
         M, N = self.codes.shape
         cpu = self.codes.device.type == "cpu"
-        madd = ((_NS_PRODUCT_MADD_INT8 if self._product_dtype == torch.int8 else _NS_PRODUCT_MADD_CPU) if cpu
-                else _NS_PRODUCT_MADD)
-        # the first product builds the one-hot codes of all rows (:meth:`_by_class`; MNIST-5k: 0.18 s
-        # in float32, 36 ms in int8), once for the counts the run is expected to make
-        per_entry = _NS_ONEHOT_INT8 if self._product_dtype == torch.int8 else _NS_ONEHOT_CPU
-        build = (M * N * self.max_card * per_entry / self.expected_counts
-                 if cpu and self._onehot is None else 0.0)
-        return M * N * n_members * card_a * self.max_card * madd + self.n_classes * _NS_PRODUCT_CALL + build
+        madd = ((_costs.PRODUCT_MADD_INT8_S if dt == torch.int8 else _costs.PRODUCT_MADD_S) if cpu
+                else _costs.PRODUCT_MADD_GPU_S)
+        # the first product builds the one-hot codes of all rows, once for the counts the run makes
+        per_entry = _costs.ONEHOT_INT8_S if dt == torch.int8 else _costs.ONEHOT_S
+        build = M * N * self.max_card * per_entry / self.expected_counts if cpu and dt not in self._onehot else 0.0
+        return (M * N * len(m.members) * m.card_a * self.max_card * madd + self.n_classes * _costs.PRODUCT_CALL_S
+                + build)
 
-    def _by_class(self) -> None:
-        """Sort the rows by class once, keeping the one-hot codes, codes and weights (product dtype) in that order."""
+    def _by_class(self, dt: torch.dtype) -> None:
+        """Sort the rows by class once, keeping the one-hot codes and weights (in ``dt``) and the codes in that order."""
         M, N = self.codes.shape
         I = self.max_card
-        order, self._class_sizes = rows_by_class(self.y, self.n_classes)  # rows without a class: last
-        rows = self._rows_first().index_select(0, order)
-        dt = self._product_dtype
+        if self._sorted_codes is None:
+            order, self._class_sizes = rows_by_class(self.y, self.n_classes)  # rows without a class: last
+            self._order = order
+            self._sorted_codes = self._rows_first().index_select(0, order)
+        rows = self._sorted_codes
         E = torch.empty(M, N * I, dtype=dt, device=rows.device)
         for s, e in chunk_ranges(M, 8 * N, get_config()["memory_budget"] // 4):
             E[s:e] = one_hot(rows[s:e], I, dt)
-        self._onehot = E  # a missing code: a row of zeros, counted nowhere
-        self._sorted_codes = rows
-        self._w_product = self.weights.index_select(0, order).to(dt)
+        self._onehot = {dt: E}  # a missing code: a row of zeros, counted nowhere (one dtype kept at a time)
+        self._w_product = {dt: self.weights.index_select(0, self._order).to(dt)}
 
     def _buffer(self, name: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
         """The first ``numel`` elements of the kept 1-D buffer ``name`` (grown as needed)."""
@@ -445,21 +446,23 @@ class BatchedSelectionData:
             buf = self._buffers[name] = torch.empty(numel, dtype=dtype, device=self.codes.device)
         return buf[:numel]
 
-    def _product_tables(self, members: list[int], a_cols: list[int | None], card_a: int,
+    def _product_tables(self, dt: torch.dtype, members: list[int], a_cols: list[int | None], card_a: int,
                         classes: bool = True, stack: bool = False, raw: bool = False, slot: int = 0
                         ) -> list[torch.Tensor] | torch.Tensor | ClassOuterInformation:
         """Tables (N, I, card_a, C) of ``members[i]`` against ``a_cols[i]``, by one product per class.
 
-        Exact integer counts (the caller checked ``_product_ok``), equal to the bincounts'.
+        Exact integer counts (integral weights whose column totals stay below 2**24), equal to
+        the bincounts'; products in ``dt`` (float32, or int8 with int32 sums).
         ``classes=False``: one product over the rows of every class, tables (N, I, card_a, 1)
         (rows without a class are left out, as in the full tables). ``raw`` (int8 products): the
         members' :class:`~tensorprob.counting._tables.ClassOuterInformation`, from margins summed
         class by class (:meth:`_class_outer_information`; see :meth:`count`).
         """
-        if self._onehot is None:
-            self._by_class()
+        if dt not in self._onehot:
+            self._by_class(dt)
+        E = self._onehot[dt]
         N, I, C, B = self.codes.shape[1], self.max_card, self.n_classes, len(members)
-        W = self._w_product[:, members]  # (M, B), rows by class
+        W = self._w_product[dt][:, members]  # (M, B), rows by class
         if card_a == 1:
             L = W
         else:  # each member's weight at the value of its pick (a missing value: nowhere)
@@ -471,16 +474,16 @@ class BatchedSelectionData:
         C = len(sizes)
         int8 = W.dtype == torch.int8
         if raw and int8:
-            return self._class_outer_information(L, sizes, B, card_a, members, slot)
+            return self._class_outer_information(E, L, sizes, B, card_a, members, slot)
         T = torch.empty(C, B * card_a, N * I, dtype=torch.int32 if int8 else torch.float32, device=W.device)
         s = 0
         for q, n in enumerate(sizes):
             if not n:
                 T[q].zero_()
             elif int8:  # exact int32 sums; a contiguous left factor multiplies 1.6x faster than its transposed view
-                _int_matmul(L[s:s + n].T, self._onehot[s:s + n], T[q])
+                _int_matmul(L[s:s + n].T, E[s:s + n], T[q])
             else:
-                torch.mm(L[s:s + n].T, self._onehot[s:s + n], out=T[q])
+                torch.mm(L[s:s + n].T, E[s:s + n], out=T[q])
             s += n
         # class innermost in one 2-D transpose, then each member's (N, I, card_a, C) copy reads
         # runs of C contiguous counts (from the class-outer layout it read them C apart)
@@ -491,15 +494,14 @@ class BatchedSelectionData:
         return [T[b].permute(1, 2, 0, 3).to(self.dtype, memory_format=torch.contiguous_format)
                 for b in range(B)]
 
-    def _class_outer_information(self, L: torch.Tensor, sizes: list[int], B: int, A: int, members: list[int],
+    def _class_outer_information(self, E: torch.Tensor, L: torch.Tensor, sizes: list[int], B: int, A: int, members: list[int],
                                  slot: int) -> ClassOuterInformation:
         """The members' quantities from the int8 products, their margins summed class by class.
 
         Each class's (B A, N I) product is read while it is in cache: added to the (x, a) margin,
         its ``m log m`` values looked up and added to the full tables' sums, and its (x, class)
         and (a, class) margins taken (the latter from the first candidate only on complete data,
-        where every candidate's is the same). The (C, B, A, N, I) counts are never held whole:
-        on COIL-20 (20 classes) they were 20 products' worth of memory, streamed twice.
+        where every candidate's is the same). The (C, B, A, N, I) counts are never held whole.
         The buffers are kept, those of ``slot`` 0 apart (see :meth:`pair_information`).
         """
         N, I, C = self.codes.shape[1], self.max_card, len(sizes)
@@ -516,7 +518,7 @@ class BatchedSelectionData:
         s = 0
         for q, n in enumerate(sizes):
             if n:
-                _int_matmul(L[s:s + n].T, self._onehot[s:s + n], slab)
+                _int_matmul(L[s:s + n].T, E[s:s + n], slab)
             else:
                 slab.zero_()
             s += n
@@ -536,16 +538,16 @@ class BatchedSelectionData:
                                      scratch=look, xab_cells=xab)
 
     def count_class_tables(self) -> None:
-        """The (x_c, class) table of every member, in one product (each member's ``class_table``)."""
-        for b0, b1 in self._member_chunks(1):
+        """The (x_c, class) table of every member, in one count (each member's ``class_table``)."""
+        for b0, b1 in self.member_chunks(1):
             idx = list(range(b0, b1))
             T = self.count(idx, [None] * len(idx), 1)
             for i, b in enumerate(idx):
                 self.members[b]._class_table = T[i]
 
-    def _member_chunks(self, card_a: int, copies: int = 2) -> list[tuple[int, int]]:
+    def member_chunks(self, card_a: int, copies: int = 2) -> list[tuple[int, int]]:
         """Ranges of members whose tables (``copies`` float64 copies of each) fit the memory budget together."""
-        M, N = self._base.budget_rows, self.codes.shape[1]
+        M, N = self.data.budget_rows, self.codes.shape[1]
         cells = N * self.max_card * card_a * self.n_classes
         per_member = 8 * (copies * cells + 2 * M)
         per = max(1, (get_config()["memory_budget"] // 2) // per_member)
@@ -557,7 +559,7 @@ class BatchedSelectionData:
         """Record each member's pick of this step (members that picked ``j`` never need ``j`` again)."""
         self._pending = dict(picks)
         self._tables.clear()  # pair_table: what one step counted is read in that step
-        self._counted: dict[int, set[int]] = {}
+        self._counted = {}
         for b, j in picks.items():
             self._picked[b].add(j)
 
@@ -567,96 +569,78 @@ class BatchedSelectionData:
         for entry in (*self._cache.values(), *self._tables.values()):
             entry.pop(b, None)
 
-    def pair_information(self, member: SelectionData, j: int):
-        """The plug-in quantities of ``member``'s (x_c, x_j, class) tables, or None if ``j`` is not its pick.
+    def pair_information(self, member: SelectionData, j: int, needed: tuple[str, ...]):
+        """The quantities ``needed`` of ``member``'s (x_c, x_j, class) tables, or None if ``j`` is not its pick.
 
         The first member to read a pick ``j`` counts the tables of every member that may still
         need it: with sharing (fold masks: each member differs from the unit weights on few
         rows) all active members that have not picked ``j`` yet, so that a member picking ``j``
         at a later step finds its quantities ready, unless the int8 products count; where the
         matrix products may count (exact integers, module notes) every member of this step
-        against its own pick, in one :meth:`count`, once the quantities to keep are known (from
-        the second step: 10 fold masks of COIL-20, eager CMIM, k = 50: 0.96 s, against 2.6 s
-        sharing, whose members' picks differ in many steps); otherwise the members that picked
-        ``j`` at this step. The quantities a criterion reads are
-        learned from the first read and kept per (pick, member) as (N,) vectors; a quantity not
-        kept is recomputed from the member's own count.
+        against its own pick, in one :meth:`count`; otherwise the members that picked ``j`` at
+        this step. The quantities are kept per (pick, member) as (N,) vectors until read.
         """
         b = member._member
+        self._needed = tuple(needed)
         entry = self._cache.get(j)
         if entry is not None and b in entry:
             return _Kept(entry.pop(b), self, member, j)
         if self._pending.get(b) != j:
             return None
-        if self._share and not (self._raw_ok and self._needed):
+        if self._share and not self._raw_ok:
             who = [(m, j) for m in sorted(self._active) if j not in self._picked[m] or self._pending.get(m) == j]
-        elif self._product_ok and self._needed:
-            # every member against its own pick in one count (the products serve all picks at
-            # once); only once the quantities to keep are known, so that no table is kept
+        elif self._exact_products:
+            # every member against its own pick in one count (the products serve all picks at once)
             who = list(self._pending.items())
         else:
             who = [(m, jj) for m, jj in self._pending.items() if jj == j]
         who.remove((b, j))
         who.insert(0, (b, j))
-        stacked = bool(self._needed) and (STACK_ON_CPU or self.codes.device.type != "cpu")
-        # raw: where the int8 products count, the chunk's quantities straight from their int32
-        # counts (:meth:`_class_outer_information`)
-        raw = bool(self._needed) and self._raw_ok
+        stacked = STACK_ON_CPU or self.codes.device.type != "cpu"
+        raw = self._raw_ok
         # stacked: the tables, their integer margins and the entropies' float64 temporaries of
-        # the whole chunk are alive together (about five copies of the tables)
-        # (raw: the margins, one class's product, its lookups and their sums per member, about
-        # one float64 copy of its tables; should the cost estimate count otherwise after all,
-        # the chunk's tables take twice that)
-        size = max(1, self._member_chunks(self.max_card, 5 if stacked else 1 if raw else 2)[0][1])
+        # the whole chunk are alive together (about five copies of the tables); raw: about one
+        size = max(1, self.member_chunks(self.max_card, 5 if stacked else 1 if raw else 2)[0][1])
         first = None
-        classes = not (self._needed and self._needed <= CLASS_FREE)  # e.g. MRMR: I(x_c; x_j) only
+        classes = not set(self._needed) <= CLASS_FREE  # e.g. MRMR: I(x_c; x_j) only
         for s in range(0, len(who), size):
             chunk = who[s:s + size]
             ids, picks = [m for m, _ in chunk], [jj for _, jj in chunk]
             n_rows = [self.members[m].n_rows for m in ids]
             tables = None
             if (stacked or raw) and len(chunk) > 1 and len({r is None for r in n_rows}) == 1:
-                # the quantities to keep are known: computed for the whole chunk at once (a
-                # table's quantities do not depend on the tables beside it: table_information)
-                # (the raw counts of the first chunk, whose information ``first`` reads, keep
-                # their buffer until the next step; the other chunks share one)
+                # the chunk's quantities at once (a table's quantities do not depend on the
+                # tables beside it); the raw counts of the first chunk, whose information ``first``
+                # reads, keep their buffer until the next step; the other chunks share one
                 T = self.count(ids, picks, self.max_card, classes, stack=True, raw=raw, slot=s)
                 if isinstance(T, ClassOuterInformation) or stacked:
-                    if isinstance(T, list):  # raw counted by the bincounts (stacked: sized for the stack)
+                    if isinstance(T, list):
                         T = torch.stack(T)
                     info = T if isinstance(T, ClassOuterInformation) else self._stacked_information(T, n_rows)
-                    for name in self._needed:  # before a later chunk reuses the buffers
-                        getattr(info, name)
+                    values = {name: getattr(info, name) for name in self._needed}  # before a later chunk reuses the buffers
                     for i, (m, jj) in enumerate(chunk):
-                        row = _Row(info, i, len(chunk))
+                        row = {name: v.view(len(chunk), -1)[i] for name, v in values.items()}
                         if m == b:
                             first = row
                         else:
-                            self._cache.setdefault(jj, {})[m] = {name: getattr(row, name) for name in self._needed}
+                            self._cache.setdefault(jj, {})[m] = row
                     continue
-                tables = T if isinstance(T, list) else T.unbind(0)  # counted otherwise: each member's own
+                tables = T  # counted otherwise: each member's own
             if tables is None:
                 tables = self.count(ids, picks, self.max_card, classes)
             for (m, jj), T in zip(chunk, tables):
                 info = table_information(T, self.log_base, self.members[m].n_rows)
+                row = {name: getattr(info, name) for name in self._needed}
                 if m == b:
-                    first = info
-                elif self._needed:
-                    self._cache.setdefault(jj, {})[m] = {name: getattr(info, name) for name in self._needed}
-                else:  # what the criterion reads is not known yet (the first step): keep the tables
-                    self._cache.setdefault(jj, {})[m] = info
-        full = None if classes or self.n_classes == 1 else (lambda: self._full_information(b, j))
-        return _Recording(first, self._needed, full)
+                    first = row
+                else:
+                    self._cache.setdefault(jj, {})[m] = row
+        return _Kept(first, self, member, j)
 
     def _stacked_information(self, T: torch.Tensor, n_rows: list):
         """:func:`table_information` of members' stacked tables T (n, N, I, A, C), ``n_rows`` theirs (all None, or none)."""
         n, N = T.shape[0], T.shape[1]
         return table_information(T.reshape(n * N, *T.shape[2:]), self.log_base, _per_table(n_rows, N, T.device))
-
-    def _full_information(self, b: int, j: int):
-        """Member ``b``'s quantities against ``j`` from tables with the class (counted alone)."""
-        T = self.count([b], [j], self.max_card)[0]
-        return table_information(T, self.log_base, self.members[b].n_rows)
 
     def pair_table(self, member: SelectionData, j: int) -> torch.Tensor | None:
         """``member``'s weighted (x_c, x_j, class) tables (N, I, I, C), or None if ``j`` is not its pick.
@@ -678,7 +662,7 @@ class BatchedSelectionData:
             return None
         counted = self._counted.setdefault(j, set())
         who = [m for m, jj in self._pending.items() if jj == j and m != b and m not in counted]
-        size = max(1, self._member_chunks(self.max_card)[0][1])
+        size = max(1, self.member_chunks(self.max_card)[0][1])
         chunk = [b] + who[:size - 1]
         counted.update(chunk)
         tables = self.count(chunk, [j] * len(chunk), self.max_card)
@@ -731,7 +715,134 @@ def _int_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         out.copy_(torch._int_mm(a, b))
 
 
-def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card: int, n_classes: int,
+@register
+class MembersRows(Strategy):
+    """Each member's tables over its own rows by bincounts; members with one pick share a count of all rows.
+
+    Members that differ from unit weights on few rows (fold masks) add only those rows,
+    weighted ``w - 1``, to one unweighted count of all rows.
+    """
+
+    name = "members-rows"
+    kinds = frozenset({"members"})
+
+    def seconds(self, req: Request) -> float:
+        return self.data.rows_seconds(req.batch, grouped=False)
+
+    def count(self, req: Request):
+        return self.data.count_rows(req.batch, grouped=False)
+
+
+@register
+class MembersGrouped(Strategy):
+    """:class:`MembersRows` with every count by grouped comparisons (CPU, integral weights, small alphabets)."""
+
+    name = "members-grouped"
+    kinds = frozenset({"members"})
+
+    def applies(self, req: Request) -> str | None:
+        b = self.data
+        if b.codes.device.type != "cpu":
+            return "the codes are not on the CPU"
+        m = req.batch
+        if m.card_a not in (1, b.max_card):
+            return "a pick alphabet other than the largest"
+        if any(b._levels[i][0] is None or b._levels[i][1] is None for i in m.members):
+            return "weights that are not small integers"
+        if b.data.row_major_codes() is None:
+            return "a row-major copy of the codes would exceed a quarter of memory_budget"
+        return None
+
+    def seconds(self, req: Request) -> float:
+        return self.data.rows_seconds(req.batch, grouped=True)
+
+    def count(self, req: Request):
+        return self.data.count_rows(req.batch, grouped=True)
+
+
+@register
+class MembersPatterns(Strategy):
+    """One count per pick keyed by (x_a, weight pattern); each member's table a weighted sum of the pattern tables.
+
+    For batches whose rows take few distinct weight patterns (a 10-fold split: 10).
+    """
+
+    name = "members-patterns"
+    kinds = frozenset({"members"})
+
+    def applies(self, req: Request) -> str | None:
+        if self.data._patterns is None:
+            return f"more than {_costs.PATTERNS_MAX} weight patterns, one member, or distributed rows"
+        return None
+
+    def seconds(self, req: Request) -> float:
+        return self.data.patterns_seconds(req.batch)
+
+    def count(self, req: Request):
+        return self.data.count_patterns(req.batch)
+
+
+class _Products(Strategy):
+    """Every member against its own pick in one matrix product per class (module notes)."""
+
+    kinds = frozenset({"members"})
+    dtype: torch.dtype = torch.float32
+
+    def applies(self, req: Request) -> str | None:
+        b = self.data
+        if not b._exact_products:
+            return "weights that are not integers, or totals of 2**24 and more"
+        size = torch.empty((), dtype=self.dtype).element_size()
+        M, N = b.codes.shape
+        if size * M * N * b.max_card > get_config()["memory_budget"] // 4:
+            return "the one-hot codes would exceed a quarter of memory_budget"
+        return None
+
+    def seconds(self, req: Request) -> float:
+        return self.data.product_seconds(req.batch, self.dtype)
+
+    def count(self, req: Request):
+        m = req.batch
+        return self.data._product_tables(self.dtype, m.members, m.a_cols, m.card_a, m.classes, m.stack, False, m.slot)
+
+
+@register
+class MembersProducts(_Products):
+    """One-hot products in float32 (exact sums below 2**24): any device."""
+
+    name = "members-products"
+
+
+@register
+class MembersInt8(_Products):
+    """One-hot products in int8 with exact int32 sums (``torch._int_mm``; CPU, weights of at most 127)."""
+
+    name = "members-int8"
+    dtype = torch.int8
+
+    def applies(self, req: Request) -> str | None:
+        if not self.data._int8_ok:
+            return "not on the CPU, weights above 127 or not integers, or no exact int8 products in this torch"
+        return super().applies(req)
+
+
+@register
+class MembersInt8Raw(MembersInt8):
+    """:class:`MembersInt8` whose int32 counts go straight into the members' quantities (class outer, never transposed)."""
+
+    name = "members-int8-raw"
+
+    def applies(self, req: Request) -> str | None:
+        if not req.batch.raw:
+            return "the caller takes tables, not quantities"
+        return super().applies(req)
+
+    def count(self, req: Request):
+        m = req.batch
+        return self.data._product_tables(torch.int8, m.members, m.a_cols, m.card_a, m.classes, True, True, m.slot)
+
+
+def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, cards, n_classes: int,
                  **options) -> SelectionData:
     """A :class:`SelectionData` of the rows of positive weight ``w`` (row order kept).
 
@@ -743,7 +854,9 @@ def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card
         Class codes.
     w : torch.Tensor of shape (M,)
         Nonnegative row weights.
-    max_card, n_classes : int
+    cards : array-like of shape (N,), or int
+        Cardinalities of the features.
+    n_classes : int
         As for :class:`SelectionData`.
     **options
         Other arguments of :class:`SelectionData` (``dtype``, ``log_base``, ``distributed``).
@@ -762,54 +875,20 @@ def compact_rows(codes: torch.Tensor, y: torch.Tensor, w: torch.Tensor, max_card
 
         ones = all(_distributed.all_gather(ones))
     sub = codes.index_select(0, rows) if rows.numel() < codes.shape[0] else codes
-    return SelectionData(sub, max_card, y.index_select(0, rows), n_classes, weights=None if ones else kept,
-                         **options)
-
-
-#: The quantities of a (x, a, class) table that do not involve the class (tables summed over it
-#: give them exactly).
-CLASS_FREE = frozenset({"h_x", "h_a", "h_xa", "mi_x_a"})
-
-
-class _Row:
-    """Member ``i``'s quantities (N,) from the :class:`TableInformation` of ``n`` members' stacked tables."""
-
-    def __init__(self, info, i: int, n: int) -> None:
-        self._info, self._i, self._n = info, i, n
-
-    def __getattr__(self, name: str):
-        return getattr(self._info, name).view(self._n, -1)[self._i]
-
-
-class _Recording:
-    """A member's :class:`TableInformation`, noting which quantities the criterion reads.
-
-    Its tables may have been counted without the class (then ``full`` is given): a quantity
-    that needs the class is then read from ``full()``, the member's tables with the class.
-    """
-
-    def __init__(self, info, needed: set[str], full) -> None:
-        self._info, self._needed, self._full = info, needed, full
-
-    def __getattr__(self, name: str):
-        self._needed.add(name)
-        if self._full is not None and name not in CLASS_FREE:
-            self._info, self._full = self._full(), None
-        return getattr(self._info, name)
+    return SelectionData(sub, cards, y.index_select(0, rows), n_classes, weights=None if ones else kept, **options)
 
 
 class _Kept:
-    """Quantities kept for a member (a dict, or the whole TableInformation of the first step)."""
+    """A member's kept quantities (a dict by name); a quantity not kept is counted for the member alone."""
 
-    def __init__(self, kept, batch: BatchedSelectionData, member: SelectionData, j: int) -> None:
+    def __init__(self, kept: dict, batch: BatchedSelectionData, member: SelectionData, j: int) -> None:
         self._kept, self._batch, self._member, self._j = kept, batch, member, j
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
         kept = self._kept
-        if not isinstance(kept, dict):
-            self._batch._needed.add(name)
-            return getattr(kept, name)
-        if name not in kept:  # a quantity not kept: count this member alone
+        if name not in kept:
             b = self._batch
             T = b.count([self._member._member], [self._j], b.max_card)[0]
             kept[name] = getattr(table_information(T, b.log_base, self._member.n_rows), name)

@@ -39,7 +39,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from .._device import block_budget, chunk_ranges, halving_reduce
+from .._device import block_budget, chunk_ranges
 
 
 def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
@@ -153,277 +153,6 @@ def _cpu_index(c: np.ndarray, scale: int, ab: np.ndarray, cand: np.ndarray, fm: 
     np.add(idx, ab[None, :] if fm else ab[:, None], out=idx)
     np.add(idx, cand[:, None] if fm else cand[None, :], out=idx)
     return idx
-
-
-#: Rough single-core costs (seconds) of the two ways to count on the CPU, for
-#: :func:`grouped_is_cheaper`: one (value, entry) comparison and its byte sum of the grouped
-#: count, one NumPy call of its inner loop (with its gather of a block of rows), and one
-#: histogram update of the bincount with its index (3-8 ns measured; the low end, so that
-#: the bincount keeps the close cases). Only their ratios matter (fitted to one JMI step's
-#: count on MNIST-5k, COIL-20 and madelon: 2.9, 2.2 and 0.94 ms grouped).
-_GROUPED_COMPARE_S, _GROUPED_CALL_S, _SCATTER_S = 0.17e-9, 3e-6, 3e-9
-
-#: Bytes of the comparison buffer of one block of rows (values x rows x columns): cache-sized.
-_GROUPED_BLOCK_BYTES = 2**20
-
-#: Largest copy of the codes in key order that :func:`grouped_counts` makes in one gather.
-_GROUPED_GATHER_BYTES = 2**26
-
-
-def grouped_is_cheaper(M: int, N: int, card: int, n_groups: int, complete: bool) -> bool:
-    """Whether :func:`grouped_counts` beats the bincount of :func:`joint_table` on M rows x N columns.
-
-    Grouped: ``M N V`` comparisons (``V`` = ``card - 1`` values on complete data, ``card``
-    otherwise) and a few NumPy calls per block of a group; bincount: ``M N`` scattered
-    updates. Small alphabets favour the comparisons (5 values: about 5x fewer seconds on
-    MNIST-5k), large ones the histogram (optdigits, 17 values).
-    """
-    return grouped_seconds(M, N, card, n_groups, complete) < M * N * _SCATTER_S
-
-
-def grouped_seconds(M: int, N: int, card: int, n_groups: int, complete: bool) -> float:
-    """Estimated seconds of :func:`grouped_counts` on M rows x N columns (the model of :func:`grouped_is_cheaper`)."""
-    V = card - 1 if complete else card
-    calls = (n_groups + M / _grouped_rows(N, V)) * 3 + n_groups
-    return M * N * V * _GROUPED_COMPARE_S + calls * _GROUPED_CALL_S
-
-
-def _grouped_rows(N: int, V: int) -> int:
-    """Rows per block of :func:`grouped_counts`: byte sums of at most 255 rows, buffer within the block bytes."""
-    return max(1, min(255, _GROUPED_BLOCK_BYTES // max(1, V * N)))
-
-
-def _padded(shape: tuple[int, int, int], dtype: type) -> np.ndarray:
-    """An uninitialized array of ``shape`` whose rows are 8 elements longer when the last axis is a multiple of 64.
-
-    A power-of-two stride would send the transposed reads of the counts to a few cache sets
-    (COIL-20's 1,024 columns: 4x slower).
-    """
-    G, card, N = shape
-    return np.empty((G, card, N + (8 if N % 64 == 0 else 0)), dtype=dtype)[:, :, :N]
-
-
-def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int, complete: bool) -> np.ndarray:
-    """Counts (n_groups, card, N) int64 of (key of the row, value of column n), by comparisons, not scatters.
-
-    The rows are put in order of their key (a stable sort of M small integers), so that each
-    group is a run of rows; every run is read in blocks of at most 255 rows gathered into
-    row-major order, and the count of value v in every column of a block is the byte sum over
-    the block's rows of ``block == v``: SIMD comparisons and vertical byte additions over
-    contiguous columns, instead of one scattered histogram update per entry, and no index
-    array. Each (group, value, column) count is an exact integer, the same as the bincount's.
-
-    Parameters
-    ----------
-    codes : ndarray of shape (M, N), int, C-contiguous
-        Codes ``0 .. card - 1``, row-major; -1 (any negative value) marks a missing entry.
-    key : ndarray of shape (M,), int
-        Group of every row, ``0 .. n_groups - 1``; a negative key leaves the row out.
-    n_groups : int
-        Number of groups.
-    card : int
-        Values counted per column (``codes`` below ``card``).
-    complete : bool
-        No missing entry in ``codes``: the last value's count is then the group size minus
-        the others' (one comparison pass fewer).
-
-    Returns
-    -------
-    ndarray of shape (n_groups, card, N), int64
-        Possibly a view of wider rows (see the padding below).
-    """
-    M, N = codes.shape
-    out = _padded((n_groups, card, N), np.int64)
-    if M == 0 or N == 0:
-        out[...] = 0
-        return out
-    key = np.asarray(key, dtype=np.int64)
-    # a stable sort of 16-bit keys is NumPy's radix sort (satimage's 6,435 rows: 3x faster)
-    order = np.argsort(key.astype(np.int16) if n_groups < 2**15 else key, kind="stable")
-    kept = key >= 0
-    sizes = np.bincount(key[kept], minlength=n_groups)
-    V = card - 1 if complete else card
-    rows = _grouped_rows(N, V)
-    values = np.arange(V, dtype=codes.dtype if codes.dtype.kind in "iu" else np.int64)[:, None, None]
-    a = M - int(kept.sum())  # left-out rows sort first
-    # the kept rows in key order in one gather when that copy is small (then every block is a
-    # view), else block by block
-    ordered = codes[order[a:]] if (M - a) * N * codes.itemsize <= _GROUPED_GATHER_BYTES else None
-    kept_groups = max(1, int((sizes > 0).sum()))
-    if ordered is not None and (M - a) <= 128 * kept_groups and V * N * 255 <= _GROUPED_RUN_BYTES:
-        # short groups, and a buffer of 255 rows within the cache budget: one call per group
-        # pays (COIL-20's JMI step, 100 groups of about 14 rows: 1.6 -> 1.0 ms); long groups or
-        # wide rows (MNIST-5k's 50 groups of 100 rows, the arcene shape's 40,000-byte rows)
-        # keep the blocks, whose buffer stays smaller
-        _grouped_in_runs(ordered, sizes, values, out)
-    elif ordered is not None and N < _FOLD_WIDTH // 2:
-        _grouped_folded(ordered, sizes, values, out)
-    else:
-        _grouped_by_blocks(codes, order, a, ordered, sizes, values, rows, out)
-    if V < card:
-        out[:, V] = sizes[:, None] - out[:, :V].sum(1)
-    return out
-
-
-#: Bytes of the comparison buffer of :func:`_grouped_in_runs` (values x rows x columns).
-_GROUPED_RUN_BYTES = 2**21
-
-
-def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
-    """:func:`grouped_counts` of rows already in key order (``ordered``: the groups' runs one after another).
-
-    Consecutive groups are compared with every value together, as many as fill a cache-sized
-    buffer (:data:`_GROUPED_RUN_BYTES`); then each group of at most 255 rows is one byte sum
-    straight into its (V, N) counts (a (groups, V, N) byte array, widened once at the end), and
-    a longer group is compared and summed 255 rows at a time. About one NumPy call per group
-    instead of three per block (COIL-20's JMI step: 100 groups of about 14 rows).
-    """
-    V, N = values.shape[0], ordered.shape[1]
-    G = sizes.size
-    short = (sizes > 0) & (sizes <= 255)
-    counts8 = np.zeros((G, V, N), dtype=np.uint8) if short.any() else None
-    out[~short] = 0  # the long and the empty groups (the short ones are written whole below)
-    acc = np.empty((V, N), dtype=np.uint8)
-    cap = max(255, _GROUPED_RUN_BYTES // max(1, V * N))
-    buf = np.empty((V, cap, N), dtype=np.bool_)
-    ends = np.cumsum(sizes)
-    g = 0
-    while g < G:
-        r0 = int(ends[g] - sizes[g])
-        if sizes[g] > cap:  # a group longer than the buffer: compared a buffer at a time
-            _add_value_counts(ordered[r0:int(ends[g])], values, buf, acc, out[g, :V])
-            g += 1
-            continue
-        h = max(g + 1, int(np.searchsorted(ends, r0 + cap, side="right")))  # the groups that fit the buffer
-        n = int(ends[h - 1]) - r0
-        q = buf[:, :n]
-        np.equal(ordered[None, r0:r0 + n], values, out=q)
-        u = q.view(np.uint8)
-        for gg in range(g, h):
-            s, r = int(sizes[gg]), int(ends[gg] - sizes[gg]) - r0
-            if s and s <= 255:
-                np.add.reduce(u[:, r:r + s], axis=1, dtype=np.uint8, out=counts8[gg])  # at most 255 per byte: exact
-            elif s:
-                _add_byte_sums(u, r, s, acc, out[gg, :V])
-        g = h
-    if counts8 is not None:
-        out[short, :V] = counts8[short]
-
-
-#: Bytes per folded row of :func:`_grouped_folded`: enough for NumPy's inner loops to run long.
-_FOLD_WIDTH = 1024
-
-
-def _grouped_folded(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
-    """:func:`grouped_counts` of narrow rows already in key order, ``r`` rows read as one.
-
-    On rows of a few dozen columns, every comparison or byte sum over rows makes one short
-    NumPy inner loop per row (chess's 36 columns: most of the time goes to loop calls). A
-    group's run of rows is contiguous, so its first ``r * floor(s / r)`` rows are a
-    ``(s / r, r N)`` view: the counts of that view's ``r N`` columns, folded back over the
-    ``r`` row positions (a power of two: halving adds over all groups at once), are the
-    group's counts (exact integer sums, in any order); the last ``s mod r`` rows of every
-    group are counted together, their comparisons summed per group in one call.
-    """
-    V, N = values.shape[0], ordered.shape[1]
-    G = sizes.size
-    r = 1 << max(0, (_FOLD_WIDTH // N).bit_length() - 1)
-    W = r * N
-    cap = max(1, min(255, _GROUPED_BLOCK_BYTES // (V * W)))  # folded rows per byte sum: exact in a byte
-    eq = np.empty((V, cap, W), dtype=np.bool_)
-    acc = np.empty((V, W), dtype=np.uint8)
-    wide = np.zeros((G, V, W), dtype=np.int64)
-    starts = np.cumsum(sizes) - sizes
-    whole = sizes // r
-    for g in np.flatnonzero(whole).tolist():
-        q, r0 = int(whole[g]), int(starts[g])
-        _add_value_counts(ordered[r0:r0 + q * r].reshape(q, W), values, eq, acc, wide[g])
-    out[:, :V] = halving_reduce(np.moveaxis(wide.reshape(G, V, r, N), 2, 0), np.add)  # the r row positions
-    tails = sizes - whole * r
-    has = np.flatnonzero(tails)
-    if has.size:  # the rows past each group's last whole fold, every group's together
-        t = tails[has]
-        at = np.cumsum(t) - t  # where each group's leftover rows start among them all
-        rows = np.repeat(starts[has] + whole[has] * r - at, t) + np.arange(int(t.sum()))
-        hit = ordered[None, rows] == values  # (V, rows, N)
-        out[has, :V] += np.add.reduceat(hit, at, axis=1, dtype=np.int64).transpose(1, 0, 2)
-
-
-def _add_value_counts(src: np.ndarray, values: np.ndarray, buf: np.ndarray, acc: np.ndarray, dst: np.ndarray) -> None:
-    """``dst`` (V, W) += the rows of ``src`` (n, W) equal to each value (V, 1, 1), compared ``buf.shape[1]`` rows at a time."""
-    cap = buf.shape[1]
-    for b in range(0, src.shape[0], cap):
-        q = buf[:, :min(cap, src.shape[0] - b)]
-        np.equal(src[None, b:b + q.shape[1]], values, out=q)
-        _add_byte_sums(q.view(np.uint8), 0, q.shape[1], acc, dst)
-
-
-def _add_byte_sums(u: np.ndarray, r: int, s: int, acc: np.ndarray, dst: np.ndarray) -> None:
-    """``dst`` (V, N) += the sums over rows ``r .. r + s`` of the 0/1 bytes ``u`` (V, rows, N), 255 rows at a time (exact in a byte)."""
-    for b in range(r, r + s, 255):
-        np.add.reduce(u[:, b:min(b + 255, r + s)], axis=1, dtype=np.uint8, out=acc)
-        dst += acc
-
-
-def _grouped_by_blocks(codes: np.ndarray, order: np.ndarray, a: int, ordered: np.ndarray | None, sizes: np.ndarray,
-                       values: np.ndarray, rows: int, out: np.ndarray) -> None:
-    """:func:`grouped_counts` group by group, in blocks of ``rows`` rows (compared and summed per block)."""
-    V, N = values.shape[0], codes.shape[1]
-    eq = np.empty((V, rows, N), dtype=np.bool_)
-    acc = np.empty((V, N), dtype=np.uint8)
-    out[...] = 0
-    base = a
-    for g, s in enumerate(sizes.tolist()):
-        for r in range(a, a + s, rows):
-            e = min(r + rows, a + s)
-            block = codes[order[r:e]] if ordered is None else ordered[r - base:e - base]
-            q = eq[:, :e - r]
-            np.equal(block[None], values, out=q)
-            np.add.reduce(q.view(np.uint8), axis=1, dtype=np.uint8, out=acc)  # at most 255 per byte: exact
-            out[g, :V] += acc
-        a += s
-
-
-#: Most distinct nonzero weights that :func:`weighted_grouped_counts` counts as levels (bootstrap
-#: counts have a handful; fold masks one).
-_GROUPED_MAX_LEVELS = 16
-
-
-def weighted_grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int, complete: bool,
-                            weights: np.ndarray | None) -> np.ndarray | None:
-    """:func:`grouped_counts` of rows with integral weights, (n_groups, card, N); None where it does not apply.
-
-    Float64 sums of the weights (int64 counts when ``weights`` is None).
-
-    Rows of weight 0 are left out; the other rows are split by their weight into at most
-    :data:`_GROUPED_MAX_LEVELS` levels (one more digit of the group key), each level is counted
-    as unweighted rows, and the levels are summed times their weights: exact integers (in
-    float64 below 2**53), the sums a weighted bincount makes. None when a weight is not an
-    integer, when there are more levels, or when the cost model (:func:`grouped_is_cheaper`, on
-    the rows kept) prefers the bincount.
-    """
-    N = codes.shape[1]
-    key = np.asarray(key, dtype=np.int64)
-    if weights is None:
-        if not grouped_is_cheaper(int((key >= 0).sum()), N, card, n_groups, complete):
-            return None
-        return grouped_counts(codes, key, n_groups, card, complete)
-    w = np.asarray(weights, dtype=np.float64)
-    if not np.array_equal(w, np.round(w)):
-        return None
-    kept = (w != 0) & (key >= 0)
-    levels = np.unique(w[kept])
-    L = levels.size
-    if L > _GROUPED_MAX_LEVELS or not grouped_is_cheaper(int(kept.sum()), N, card, n_groups * max(1, L), complete):
-        return None
-    out = _padded((n_groups, card, N), np.float64)
-    out[...] = 0.0
-    if L:
-        full = np.where(kept, np.searchsorted(levels, w) * n_groups + key, -1)  # (level, group) of each kept row
-        T = grouped_counts(codes, full, L * n_groups, card, complete)
-        for i, v in enumerate(levels.tolist()):  # exact: integer products and sums below 2**53
-            out += v * T[i * n_groups:(i + 1) * n_groups]
-    return out
 
 
 def one_hot(x: torch.Tensor, card: int, dtype: torch.dtype, drop_last: bool = False) -> torch.Tensor:
@@ -676,6 +405,31 @@ class TableInformation:
     cmi_x_a_given_b = _information("I(x; a | b)", *_QUANTITIES["cmi_x_a_given_b"])
     cmi_x_b_given_a = _information("I(x; b | a)", *_QUANTITIES["cmi_x_b_given_a"])
     mi_xa_b = _information("I(x, a; b)", *_QUANTITIES["mi_xa_b"])
+
+class Quantities:
+    """Named quantities of a batch of tables, each a float64 tensor of shape (n,): what a count of quantities gives.
+
+    Parameters
+    ----------
+    values : dict of str to torch.Tensor
+        The computed quantities (informations such as ``mi_xa_b``, entropies such as ``h_xab``).
+    """
+
+    def __init__(self, values: dict[str, torch.Tensor]) -> None:
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        have = ", ".join(sorted(self.__dict__)) or "none"
+        raise AttributeError(f"the quantity {name!r} was not computed (computed: {have}): name it among the "
+                             "quantities a count is asked for")
+
+
+def quantities_of(info: TableInformation, needed: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """The quantities ``needed`` of ``info`` (computed now), by name."""
+    return {q: getattr(info, q) for q in needed}
+
 
 def _sum_axes(a: torch.Tensor, axes: list[int], dtype: torch.dtype | None = None) -> torch.Tensor:
     """``a`` summed over ``axes``, one axis at a time from the outermost.

@@ -34,7 +34,7 @@ from .._config import device_budget
 from .._device import cpu_thread_cap, resolve_device, resolve_dtype
 from .._docstrings import fill_doc
 from .._params import CachedParamNames
-from ..counting import SelectionData
+from ..counting import CountingPlan, SelectionData
 from ..encoding import Encoded, Encoder
 from ..encoding._encode import check_classification_target, match_columns
 from ._api import register
@@ -446,7 +446,7 @@ class CodedSelector(_BaseSelector):
     def _selection_data(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int,
                         device: torch.device, dtype: torch.dtype, row_major: bool = False) -> SelectionData:
         """The codes on the device, in the units of ``base``, for the criteria (``row_major``: see SelectionData)."""
-        return SelectionData(torch.as_tensor(codes, device=device), int(max(1, cards.max())),
+        return SelectionData(torch.as_tensor(codes, device=device), np.asarray(cards),
                              torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base,
                              distributed=self._dist_on, row_major=row_major)
 
@@ -513,7 +513,10 @@ class GreedySelector(CodedSelector):
         criterion = self._criterion()
         # scores that never change (MIM) read only the class table: no feature-major copy
         data = self._selection_data(codes, cards, y, n_classes, device, dtype, row_major=criterion.static())
-        return greedy_forward(criterion, data, codes.shape[1] if k is None else k)
+        try:
+            return greedy_forward(criterion, data, codes.shape[1] if k is None else k)
+        finally:
+            self.counting_plan_ = data.counting_plan
 
     #: The criterion keeps per-sample state (PDA, VMI): a weighted selection then holds only the
     #: rows of positive weight (see :func:`tensorprob.counting._batched.compact_rows`), so that
@@ -585,11 +588,14 @@ class GreedySelector(CodedSelector):
                                                                               else "") + ", nothing to select from")
             tdt = torch.from_numpy(np.zeros(0, codes_dtype)).dtype
             data = SelectionData(torch.empty((0, enc.n_features), dtype=tdt, device=device),
-                                 int(max(1, cards.max())), torch.empty(0, dtype=torch.int64, device=device),
+                                 np.asarray(cards), torch.empty(0, dtype=torch.int64, device=device),
                                  n_classes, dtype=dtype, log_base=self._log_base, distributed=self._dist_on,
                                  stream=rows)
             chunks.n_rows_ = enc.n_rows
-            return greedy_forward(self._criterion(), data, enc.n_features if k is None else k)
+            try:
+                return greedy_forward(self._criterion(), data, enc.n_features if k is None else k)
+            finally:
+                self.counting_plan_ = data.counting_plan
 
     def _select_weighted(self, codes, cards, y, n_classes, k, device, dtype, W):
         """B weighted selections (lists of B picks and of B score lists), the batch counted together."""
@@ -601,21 +607,28 @@ class GreedySelector(CodedSelector):
         if W.shape[1] == 1:  # one weighted selection: the single-run path with weighted counts
             if self._compact_rows:
                 data = compact_rows(torch.as_tensor(codes, device=device), torch.as_tensor(y, device=device),
-                                    Wt[:, 0], int(max(1, cards.max())), n_classes, dtype=dtype,
+                                    Wt[:, 0], np.asarray(cards), n_classes, dtype=dtype,
                                     log_base=self._log_base, distributed=self._dist_on)
             else:
                 data = self._selection_data(codes, cards, y, n_classes, device, dtype)
                 data.weights = Wt[:, 0]  # before any read of the data (its totals are taken on first use)
-            sel, val = greedy_forward(self._criterion(), data, k)
+            try:
+                sel, val = greedy_forward(self._criterion(), data, k)
+            finally:
+                self.counting_plan_ = data.counting_plan
             return [sel], [val]
         criteria = [self._criterion() for _ in range(W.shape[1])]
         codes_t, y_t = torch.as_tensor(codes, device=device), torch.as_tensor(y, device=device)
         selected, scores = [None] * W.shape[1], [None] * W.shape[1]
+        self.counting_plan_ = CountingPlan()
         for group in self._member_groups(criteria, W, codes.shape[1], n_classes, dtype):
-            batch = BatchedSelectionData(codes_t, int(max(1, cards.max())), y_t, n_classes, Wt[:, group], dtype=dtype,
+            batch = BatchedSelectionData(codes_t, np.asarray(cards), y_t, n_classes, Wt[:, group], dtype=dtype,
                                          log_base=self._log_base, distributed=self._dist_on,
                                          compact=self._compact_rows)
-            sel, val = greedy_forward_batched([criteria[b] for b in group], batch, k)
+            try:
+                sel, val = greedy_forward_batched([criteria[b] for b in group], batch, k)
+            finally:
+                self.counting_plan_.merge(batch.counting_plan)
             for b, s, v in zip(group, sel, val):
                 selected[b], scores[b] = s, v
         return selected, scores

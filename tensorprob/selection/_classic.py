@@ -44,11 +44,8 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._config import get_config
-from .._device import chunk_ranges
 from .._docstrings import fill_doc
-from ..counting import SelectionData, joint_table, table_information
-from ..counting._tables import _XLOGX_MAX, information_of_counts
+from ..counting import SelectionData
 from ._base import GreedySelector
 from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion, tie_tolerance
@@ -96,7 +93,7 @@ class LinearCriterion(_SumsCriterion):
     def update(self, j: int) -> None:
         if self.beta is not None or self.gamma is not None:
             # only the quantities read below are computed; without gamma, only I(X_m; X_j)
-            q = self.data.pair_information(j, classes=self.gamma is not None)
+            q = self.data.pair_information(j, self.pair_needed)
             if self.beta is not None:
                 self.sum_mi += q.mi_x_a
             if self.gamma is not None:
@@ -107,9 +104,9 @@ class LinearCriterion(_SumsCriterion):
         return self.beta is None and self.gamma is None  # MIM
 
     @property
-    def pair_classes(self) -> bool:
-        """Whether the criterion reads pair quantities with the class (only through ``gamma``)."""
-        return self.gamma is not None
+    def pair_needed(self) -> tuple[str, ...]:
+        """The pair quantities the criterion reads: ``I(X_m; X_j)`` (beta), ``I(X_m; X_j | C)`` (gamma)."""
+        return (("mi_x_a",) if self.beta is not None else ()) + (("cmi_x_a_given_b",) if self.gamma is not None else ())
 
     def scores(self) -> torch.Tensor:
         n = len(self.selected)
@@ -128,21 +125,23 @@ class _PairwiseCriterion(_SumsCriterion):
     ----------
     name : str
     term : callable
-        The term of every candidate against a new pick ``X_j``, from its
-        :class:`~tensorprob.counting.TableInformation` ``q``.
+        The term of every candidate against a new pick ``X_j``, from its quantities ``q``.
+    needed : tuple of str
+        The quantities ``term`` reads.
     minimum : bool
         Keep the minimum over the selected features instead of the sum.
     """
 
-    def __init__(self, name: str, term: Callable[[Any], torch.Tensor], minimum: bool = False) -> None:
-        self.name, self.term, self.minimum = name, term, minimum
+    def __init__(self, name: str, term: Callable[[Any], torch.Tensor], needed: tuple[str, ...],
+                 minimum: bool = False) -> None:
+        self.name, self.term, self.pair_needed, self.minimum = name, term, needed, minimum
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
         self.acc = self._new_min() if self.minimum else self._new_sum()
 
     def update(self, j: int) -> None:
-        t = self.term(self.data.pair_information(j))
+        t = self.term(self.data.pair_information(j, self.pair_needed))
         if self.minimum:
             self.acc = torch.minimum(self.acc, t)
         else:
@@ -159,147 +158,7 @@ def _disr_term(q: Any) -> torch.Tensor:
 
 def jmi_criterion() -> _PairwiseCriterion:
     """``J = sum_j I(X_m X_j; C)``."""
-    return _PairwiseCriterion("jmi", lambda q: q.mi_xa_b)
-
-
-def _pair_itype(max_card: int) -> torch.dtype:
-    """The narrowest integer type that holds a pair's code ``x_c * I + x_s`` (I = ``max_card``)."""
-    cells = max_card ** 2
-    return torch.int16 if cells < 2**15 else torch.int32 if cells < 2**31 else torch.int64
-
-
-def pair_codes(codes: torch.Tensor, max_card: int) -> torch.Tensor:
-    """``codes`` (M, N) as one contiguous row per feature (N, M), in :func:`_pair_itype`."""
-    return codes.T.to(_pair_itype(max_card), memory_format=torch.contiguous_format)
-
-
-def pair_cmi(data: SelectionData, codes_t: torch.Tensor | None, cand: torch.Tensor, sel: torch.Tensor,
-             class_t: np.ndarray | None = None) -> torch.Tensor:
-    """``I(X_cand[i]; C | X_sel[i])`` for a batch of (candidate, selected feature) pairs, float64 (P,).
-
-    The value of ``data.pair_information(sel[i]).cmi_x_b_given_a[cand[i]]``, bit for bit on the
-    CPU: the pair ``(x_c, x_s)`` is coded as one column ``x_c * I + x_s`` (I the padded
-    cardinality; -1 where either is missing), whose (pair, class) table has the cells, in the
-    same order, of the (x_c, x_s, class) table that
-    :meth:`~tensorprob.counting.SelectionData.pair_information` counts (counts are exact
-    integers), and a table's quantities come from the same float64 operations whatever the other
-    tables of the batch: elementwise ones, and sums along each table's row. (A batch of one
-    table is computed as two: a threaded sum may split the row of a single-output reduction.)
-    ``codes_t`` is :func:`pair_codes` of ``data.codes`` (N, M): a pair's columns are two rows of
-    it; None for streamed data, whose blocks are transposed as they are read. Chunked over
-    pairs to the memory budget (streamed: one pass over the blocks per chunk of pairs).
-
-    Complete, unweighted rows in memory on the CPU in one process are counted in NumPy
-    (:func:`_pair_class_counts`, :func:`~tensorprob.counting._tables.information_of_counts`), from
-    ``class_t``, :func:`pair_class_codes` (made here when not given): a lazy round's few dozen
-    tables then cost a few NumPy calls each instead of some 60 small torch operations in all.
-    """
-    d = data
-    if class_t is None:
-        class_t = pair_class_codes(d, codes_t)
-    if class_t is not None:
-        v = _pair_cmi_numpy(d, codes_t.numpy(), class_t, cand.numpy(), sel.numpy())
-        if v is not None:
-            return torch.from_numpy(v)
-    I, M, C = d.max_card, d.budget_rows, d.n_classes  # distributed: chunks sized alike on every rank
-    complete = d.complete
-    out = torch.empty(cand.numel(), dtype=torch.float64, device=d.codes.device)
-    # per pair: NumPy, its table and the lookups of its entropies (the keys go in blocks of
-    # _KEY_BLOCK); torch, the two gathered columns and their code, each M integers
-    per_pair = 48 * I * I * C if class_t is not None else 3 * max(M, 1) * _pair_itype(I).itemsize
-    for s, e in chunk_ranges(cand.numel(), per_pair, get_config()["memory_budget"]):
-        c, j = cand[s:e], sel[s:e]
-        if class_t is not None:  # tables past the lookups' range: their logarithms, in torch
-            T = torch.from_numpy(_pair_class_counts(codes_t.numpy(), class_t, c.numpy(), j.numpy(), I, C))
-        else:
-            def tables(codes, y, w, dtype, c=c, j=j):
-                ct = pair_codes(codes, I) if codes_t is None else codes_t
-                xc, xs = ct.index_select(0, c), ct.index_select(0, j)
-                pair = xc.mul_(I).add_(xs)
-                if not complete:
-                    pair.masked_fill_((pair < 0) | (xs < 0), -1)  # x_c < 0 makes the code negative
-                return joint_table(pair.T, I * I, None, 1, y, C, weights=w, dtype=dtype, complete=complete)
-
-            T = d.count(tables)
-        if T.shape[0] == 1:  # a lone table is computed as two (see above)
-            T = T.repeat(2, 1, 1, 1)
-        info = table_information(T.view(T.shape[0], I, I, C), d.log_base, d.n_rows)
-        out[s:e] = info.cmi_x_b_given_a[: e - s]
-    return out
-
-
-def _pair_cmi_numpy(d: SelectionData, ct: np.ndarray, class_t: np.ndarray, cand: np.ndarray,
-                    sel: np.ndarray) -> np.ndarray | None:
-    """:func:`pair_cmi` of complete, unweighted rows in NumPy (``class_t`` given), float64 (P,); None past the lookups.
-
-    Every table's total is the number of rows, and ``h(x_j)``, ``h(x_j, class)`` are the
-    selected feature's entropies of the class table
-    (:meth:`~tensorprob.counting.SelectionData.marginal_entropies`, the values the eager step
-    seeds): per pair only the (x_c, x_j) and (x_c, x_j, class) entropies are computed. A
-    lazy round costs a few NumPy calls (about 0.1 ms fixed; the arcene shape makes some 70
-    rounds in a selection of 50).
-    """
-    I, C, M = d.max_card, d.n_classes, int(ct.shape[1])
-    m = d.marginal_entropies()
-    if m is None or M > _XLOGX_MAX:
-        return None
-    h_x, h_xb = m["h_x"].numpy(), m["h_xb"].numpy()
-    out = np.empty(cand.size, dtype=np.float64)
-    for s, e in chunk_ranges(cand.size, 48 * I * I * C, get_config()["memory_budget"]):
-        c, j = cand[s:e], sel[s:e]
-        T = _pair_class_counts(ct, class_t, c, j, I, C)
-        out[s:e] = information_of_counts(T, "cmi_x_b_given_a", d.log_base, {"h_a": h_x[j], "h_ab": h_xb[j]}, total=M)
-    return out
-
-
-def pair_class_codes(data: SelectionData, codes_t: torch.Tensor | None, empty: bool = False) -> np.ndarray | None:
-    """``x_n * C + class`` of every feature (N, M), NumPy: :func:`pair_cmi`'s operand on the CPU; else None.
-
-    None unless the rows are complete, unweighted and in memory on the CPU in one process
-    (``codes_t``, :func:`pair_codes`, on the CPU). ``empty``: the array uninitialized, for a
-    caller that writes the rows it reads (a pair reads only its selected feature's row: a lazy
-    CMIM writes the row of each pick, on the arcene shape 50 rows instead of 10,000).
-    """
-    d = data
-    if (codes_t is None or codes_t.device.type != "cpu" or not d.complete or d._weighted or d.distributed
-            or d.stream is not None):
-        return None
-    C = d.n_classes
-    cells = d.max_card * C
-    dt = np.int8 if cells <= 2**7 else np.int16 if cells <= 2**15 else np.int32 if cells <= 2**31 else np.int64
-    if empty:
-        return np.empty(tuple(codes_t.shape), dtype=dt)
-    return np.add(np.multiply(codes_t.numpy(), C, dtype=dt), d.y.numpy().astype(dt))
-
-
-#: Keys per block of :func:`_pair_class_counts` (1 MiB of them): blocks stay in the cache.
-_KEY_BLOCK = 1 << 17
-
-
-def _pair_class_counts(ct: np.ndarray, class_t: np.ndarray, c: np.ndarray, j: np.ndarray, I: int,
-                       C: int) -> np.ndarray:
-    """Counts (P, I, I, C) of (x_c[p], x_j[p], class) of complete codes, by NumPy bincounts.
-
-    ``ct`` (N, M): the codes, one row per feature; ``class_t``: :func:`pair_class_codes`. The
-    key of a row is ``x_c * I C + (x_j C + class)`` plus the pair's offset: one gathered
-    product and two adds per entry, in blocks of about :data:`_KEY_BLOCK` keys (3x faster
-    than one pass over 20 pairs of 100,000 rows).
-    """
-    P, M = c.size, ct.shape[1]
-    per = I * I * C
-    out = np.empty((P, per), dtype=np.int64)
-    step = max(1, _KEY_BLOCK // max(1, M))
-    # int32 keys counted by torch's bincount: 1.5x faster than NumPy's on intp keys (20,000
-    # pairs of 200 rows: 8.8 against 13.4 ms); intp where a block's cells pass int32
-    kt = np.int32 if min(step, P) * per < 2**31 else np.int64
-    for s in range(0, P, step):
-        cc, jj = c[s:s + step], j[s:s + step]
-        key = np.multiply(ct[cc], I * C, dtype=kt)
-        key += class_t[jj]
-        key += (np.arange(cc.size, dtype=kt) * per)[:, None]
-        counts = torch.bincount(torch.from_numpy(key.reshape(-1)), minlength=cc.size * per)
-        out[s:s + cc.size] = counts.numpy().reshape(cc.size, per)
-    return out.reshape(P, I, I, C)
+    return _PairwiseCriterion("jmi", lambda q: q.mi_xa_b, ("mi_xa_b",))
 
 
 CMIM_VARIANTS = ("brown", "fleuret")
@@ -308,11 +167,6 @@ CMIM_VARIANTS = ("brown", "fleuret")
 #: table), reaches this: below it the per-round overhead of the lazy rounds (a few dozen small
 #: torch operations) costs more than the counting it saves (measured: chess, splice, optdigits).
 LAZY_MIN_WORK = 2**19
-#: ``lazy="auto"`` is eager for the members of a batch of at least this many whose tables the
-#: int8 products count (:mod:`~tensorprob.counting._batched`): one product serves every
-#: member's step (MNIST-5k, k = 50, bootstrap members: 3 take as long eager as lazy, 6 take 0.70 s
-#: eager against 1.03 s lazy).
-EAGER_MIN_BATCH = 4
 
 
 class CMIMCriterion(_SumsCriterion):
@@ -329,12 +183,13 @@ class CMIMCriterion(_SumsCriterion):
         conditioned on the selected features it has not seen yet only while its partial score
         (an upper bound of its score) could still reach the best exact score. The picks and
         scores are those of the eager evaluation, which conditions every candidate on every new
-        pick (one table count of all candidates per step); bit for bit on the CPU (see
-        :func:`pair_cmi`). ``"auto"``: lazy on the CPU when a step's work reaches
-        :data:`LAZY_MIN_WORK`, eager otherwise, and eager on streamed data, where every lazy
-        round would read all the rows once more (``True`` still evaluates lazily there), and
-        for the members of a batch of at least :data:`EAGER_MIN_BATCH` whose tables the int8
-        products count (one product serves every member's eager step).
+        pick (one table count of all candidates per step), up to the rounding of float64 sums
+        (the lazy rounds count listed pairs, :meth:`~tensorprob.counting.SelectionData.pairs_information`).
+        ``"auto"``: lazy on the CPU when a step's work reaches :data:`LAZY_MIN_WORK`, eager
+        otherwise, and eager on streamed data, where every lazy round would read all the rows
+        once more (``True`` still evaluates lazily there), and for the members of a batch that
+        counts every member's step in one product
+        (:attr:`~tensorprob.counting.SelectionData.batch_counts_steps_together`).
     seed : int, default=4
         Lazy: how many candidates of highest partial score are brought up to date first, to
         give the score to beat.
@@ -347,6 +202,7 @@ class CMIMCriterion(_SumsCriterion):
     """
 
     name = "cmim"
+    pair_needed = ("cmi_x_b_given_a",)
 
     def __init__(self, variant: str = "brown", lazy: bool | str = "auto", seed: int = 4, depth: int = 1) -> None:
         if variant not in CMIM_VARIANTS:
@@ -358,11 +214,7 @@ class CMIMCriterion(_SumsCriterion):
             return bool(self.lazy)
         if data.stream is not None:  # each lazy round is a pass over the blocks: eager reads fewer
             return False
-        batch = getattr(data, "_batch", None)
-        if batch is not None and batch._raw_ok and len(batch.members) >= EAGER_MIN_BATCH:
-            # a member of a batch whose tables the int8 products count: every member's eager
-            # step comes from one product, 3-4x cheaper than lazy members on their own
-            # (100 bootstrap members of MNIST-5k, k = 50: 6.3 s eager, 17 s lazy)
+        if data.batch_counts_steps_together:  # one product serves every member's eager step
             return False
         cells = data.max_card ** 2 * data.n_classes
         return data.codes.device.type == "cpu" and data.n_features * (data.budget_rows + cells) >= LAZY_MIN_WORK
@@ -380,13 +232,6 @@ class CMIMCriterion(_SumsCriterion):
             self.seen = np.zeros(N, dtype=np.int64)  # features conditioned on
             self.open = np.ones(N, dtype=bool)  # not selected
             self.order = np.empty(0, dtype=np.int64)  # the selected features, in order
-            # the codes one row per feature (a pair's two columns are two contiguous rows); streamed
-            # data are transposed block by block as they are read
-            self.codes_t = None if data.stream is not None else pair_codes(data.codes, data.max_card)
-            # the CPU's NumPy path, else None; the row of each pick is written when it is picked
-            self.class_t = pair_class_codes(data, self.codes_t, empty=True)
-            if self.class_t is not None:  # the class in class_t's dtype, for update's rows
-                self._class_y = data.y.numpy().astype(self.class_t.dtype)
             held = data.unobserved
             self.held = None if held is None or not bool(held.any()) else held.cpu().numpy()
             self.n_observed = N - (0 if self.held is None else int(self.held.sum()))
@@ -395,12 +240,9 @@ class CMIMCriterion(_SumsCriterion):
         if self.lazy_:
             self.open[j] = False
             self.order = np.append(self.order, j)
-            if self.class_t is not None:  # pair_class_codes' row of the pick
-                np.add(np.multiply(self.codes_t.numpy()[j], self.data.n_classes, dtype=self.class_t.dtype),
-                       self._class_y, out=self.class_t[j])
             self._p[j] = -math.inf  # a selected feature's bound is never read again: below every candidate's
         else:
-            self.partial = torch.minimum(self.partial, self.data.pair_information(j).cmi_x_b_given_a)
+            self.partial = torch.minimum(self.partial, self.data.pair_information(j, self.pair_needed).cmi_x_b_given_a)
         super().update(j)
 
     def scores(self) -> torch.Tensor:
@@ -416,9 +258,7 @@ class CMIMCriterion(_SumsCriterion):
         # position of each pair among its candidate's next features: seen, seen + 1, ...
         start = np.cumsum(todo) - todo
         pos = np.arange(cand.size) - np.repeat(start, todo) + self.seen[cand]
-        dev = self.partial.device
-        values = pair_cmi(self.data, self.codes_t, torch.from_numpy(cand).to(dev),
-                          torch.from_numpy(self.order[pos]).to(dev), self.class_t)
+        values = self.data.pairs_information(cand, self.order[pos], self.pair_needed).cmi_x_b_given_a
         np.minimum.at(self._p, cand, values.cpu().numpy())  # a minimum: exact in any order
         self.seen[idx] += todo
 
@@ -482,25 +322,26 @@ def cmim_criterion(variant: str = "brown", lazy: bool | str = "auto") -> CMIMCri
 
 def jmim_criterion() -> _PairwiseCriterion:
     """``J = min_j I(X_m X_j; C)``."""
-    return _PairwiseCriterion("jmim", lambda q: q.mi_xa_b, minimum=True)
+    return _PairwiseCriterion("jmim", lambda q: q.mi_xa_b, ("mi_xa_b",), minimum=True)
 
 
 def disr_criterion() -> _PairwiseCriterion:
     """``J = sum_j I(X_m X_j; C) / H(X_m X_j C)`` (a ratio: the same in any base)."""
-    return _PairwiseCriterion("disr", _disr_term)
+    return _PairwiseCriterion("disr", _disr_term, ("mi_xa_b", "h_xab"))
 
 
 class ICAPCriterion(_SumsCriterion):
     """``J = I(X_m;C) - sum_j max(0, I(X_m;X_j) - I(X_m;X_j|C))``."""
 
     name = "icap"
+    pair_needed = ("mi_x_a", "cmi_x_a_given_b")
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
         self.sum_icap = self._new_sum()
 
     def update(self, j: int) -> None:
-        q = self.data.pair_information(j)
+        q = self.data.pair_information(j, self.pair_needed)
         self.sum_icap += (q.mi_x_a - q.cmi_x_a_given_b).clamp_min(0)
         super().update(j)
 
@@ -512,6 +353,7 @@ class RMRMRCriterion(_SumsCriterion):
     """RMRMR (GMD^{2,1}): see the module docstring."""
 
     name = "rmrmr"
+    pair_needed = ("mi_x_a", "cmi_x_a_given_b", "cmi_x_b_given_a")
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
@@ -521,15 +363,12 @@ class RMRMRCriterion(_SumsCriterion):
 
     def update(self, j: int) -> None:
         d = self.data
-        q = d.pair_information(j)
+        q = d.pair_information(j, self.pair_needed)
         self.sum_mi += q.mi_x_a
         self.sum_cmi += q.cmi_x_a_given_b
         self.min_cmi_y = torch.minimum(self.min_cmi_y, q.cmi_x_b_given_a)
-        I, complete = d.max_card, d.complete
-        for r in self.selected:  # the new ordered pairs (j, r) and (r, j)
-            T = d.count(lambda codes, y, w, dtype, r=r: joint_table(codes, I, codes[:, r], I, codes[:, j], I, weights=w,
-                                                                  dtype=dtype, complete=complete))
-            t = table_information(T, d.log_base, d.n_rows)
+        for r in self.selected:  # the new ordered pairs (j, r) and (r, j): the (x_m, x_r, x_j) tables
+            t = d.triple_information(r, j, ("cmi_x_a_given_b", "cmi_x_b_given_a"))
             self.sum_pairs += t.cmi_x_a_given_b + t.cmi_x_b_given_a
         super().update(j)
 
@@ -554,6 +393,7 @@ class FID21Criterion(_SumsCriterion):
     """
 
     name = "fid21"
+    pair_needed = ("cmi_x_a_given_b", "mi_x_a")
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
@@ -561,15 +401,12 @@ class FID21Criterion(_SumsCriterion):
 
     def update(self, j: int) -> None:
         d = self.data
-        q = d.pair_information(j)
+        q = d.pair_information(j, self.pair_needed)
         self.sum_cmi += q.cmi_x_a_given_b  # I(X_m; X_j | C)
         if not self.selected:
             self.mi_s1 = q.mi_x_a  # I(X_m; X_s1)
         else:  # I(X_m; X_j | X_s1) from the (candidate, x_j, x_s1) tables
-            I, complete, s1 = d.max_card, d.complete, self.selected[0]
-            T = d.count(lambda codes, y, w, dtype: joint_table(codes, I, codes[:, j], I, codes[:, s1], I, weights=w,
-                                                               dtype=dtype, complete=complete))
-            self.sum_cond += table_information(T, d.log_base, d.n_rows).cmi_x_a_given_b
+            self.sum_cond += d.triple_information(j, self.selected[0], ("cmi_x_a_given_b",)).cmi_x_a_given_b
         super().update(j)
 
     def scores(self) -> torch.Tensor:

@@ -16,8 +16,9 @@ Criterion protocol (see :class:`Criterion`):
 - ``pending()`` / ``exact_scores(first)``: a check the last scores left on the device (a 0-d
   bool tensor, or None), read together with the pick; when it is set the driver picks again
   from the exact scores (the VI bounds defer their underflow test this way).
-- ``pair_classes``: False when the criterion reads only class-free pair quantities
-  (``pair_information(j, classes=False)``), so that the data may plan class-free tables.
+- ``pair_needed``: the pair quantities the criterion reads at each step (names of
+  :class:`~tensorprob.counting.TableInformation`'s quantities), which the data's planner
+  counts (class-free tables when none involves the class).
 - ``state_bytes(n_rows, n_features, n_classes, dtype)``: the per-sample state the criterion keeps
   for that many rows (0 by default); a batch of selections is split into groups whose states
   fit ``memory_budget`` together.
@@ -52,6 +53,8 @@ class Criterion:
     """
 
     name = "mim"
+    #: The quantities of the (x_m, x_j, class) tables that ``update`` reads.
+    pair_needed: tuple[str, ...] = ("mi_xa_b",)
 
     def start(self, data: SelectionData) -> None:
         self.data = data
@@ -287,7 +290,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     scores : list of float
         Criterion value of each pick.
     """
-    data.plan(k, classes=getattr(criterion, "pair_classes", True))
+    data.plan(k, criterion.pair_needed or ("mi_xa_b",))
     criterion.start(data)
     N = data.n_features
     available = torch.ones(N, dtype=torch.bool, device=data.codes.device)
@@ -325,7 +328,8 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
             continue
         first = False
         data.retire(j)  # later tables need not count it
-        criterion.update(j)
+        if len(selected) + 1 < k:  # the last pick's tables would never be read
+            criterion.update(j)
         if mask is available:  # a device mask: fill a view (an item assignment copies a host scalar)
             mask.narrow(0, j, 1).fill_(False)
         else:
@@ -412,8 +416,9 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
                 selected[b].append(j)
                 scores[b].append(v)
                 first[b] = False
-        batch.announce(picks)
-        joint.update(picks)
+        more = {b: j for b, j in picks.items() if len(selected[b]) < k}  # a last pick's tables are never read
+        batch.announce(more)
+        joint.update(more)
         if picks:  # one indexed write (an item assignment per member copies a host scalar each on a GPU)
             pb = torch.tensor(list(picks), dtype=torch.int64)
             pj = torch.tensor(list(picks.values()), dtype=torch.int64)

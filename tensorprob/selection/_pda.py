@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._config import get_config
 from .._device import block_budget, chunk_ranges
 from .._docstrings import fill_doc
-from ..counting import SelectionData, gather_conditional, joint_table
+from ..counting import SelectionData, gather_conditional
 from ..counting._tables import conditional_table
 from ..information._variational import VariationalState
 from ._base import GreedySelector
@@ -95,7 +95,7 @@ class SampleMeanCriterion(Criterion):
         Otherwise (GMD, whose state is per candidate; the pair sums of k1 = 2; sums recomputed
         within a small memory budget; distributed data) one member at a time.
         """
-        c0, d = criteria[0], batch._base
+        c0, d = criteria[0], batch.data
         together = len(criteria) * c0.state_bytes(d.budget_rows, d.n_features, d.n_classes, d.dtype)
         fused = (c0.arith and c0.k1 <= 1 and (c0.k1, c0.k2) != (0, 0) and not d.distributed
                  and together <= get_config()["memory_budget"])
@@ -175,8 +175,7 @@ class SampleMeanCriterion(Criterion):
                     self._accumulate("den", T, j, marginal=True)
         if self.k1 == 2:
             for r in self.selected:  # the new pairs {r, j}
-                T = d.reduce(joint_table(d.codes, d.max_card, d.codes[:, r], d.max_card, d.codes[:, j],
-                                         d.max_card, weights=d.weights, dtype=d.dtype, complete=True))
+                T = d.triple_table(r, j)
                 self._accumulate("pairs", T, j, r)
                 self.n_pairs += 1
         super().update(j)
@@ -259,7 +258,7 @@ class _JointArithmeticMeans:
         self.criteria, self.batch = criteria, batch
         c0 = criteria[0]
         self.k1, self.k2 = c0.k1, c0.k2
-        d = batch._base
+        d = batch.data
         self.dtype, self.log_base = d.dtype, d.log_base
         codes = batch.codes  # (M, N) feature-major
         M, N = codes.shape
@@ -297,7 +296,7 @@ class _JointArithmeticMeans:
             self.n[b] += 1
         I = self.I
         order = list(picks)
-        size = max(1, self.batch._member_chunks(I)[0][1])
+        size = max(1, self.batch.member_chunks(I)[0][1])
         for s in range(0, len(order), size):
             members = order[s:s + size]
             js = [picks[b] for b in members]
@@ -402,7 +401,7 @@ class _JointNaiveBounds:
 
     def __init__(self, criteria: list[VariationalCriterion], batch) -> None:
         self.criteria, self.batch = criteria, batch
-        d = batch._base
+        d = batch.data
         self.dtype = d.dtype
         codes = batch.codes  # (M, N) feature-major
         self.codes, self.y = codes, batch.y.to(torch.int64)
@@ -483,7 +482,7 @@ class _JointNaiveBounds:
                 lse[g, m, i] = torch.logsumexp(b[g, m] + lpc[g, rows[m, i]], dim=1) - mx[g, m, 0]
             lsum[:, a:c] = torch.bmm(Wt[:, None, :], lse)[:, 0]
         out = (pick(self.own) + shift[:, None] - lsum) / pick(self.total)[:, None]
-        return out / self.batch._base.log_base
+        return out / self.batch.data.log_base
 
     def update(self, picks: dict[int, int]) -> None:
         """Each member's chain gains its pick: ``B_mb += log p^_b(x_mj | c)`` (one gather for all)."""
@@ -559,7 +558,7 @@ class VariationalCriterion(Criterion):
     def joint(cls, criteria, batch):
         """The naive q of one process on a GPU, its members together (:class:`_JointNaiveBounds`);
         otherwise (and on the CPU, see :data:`_NAIVE_JOINT_CPU`) one member at a time."""
-        c0, d = criteria[0], batch._base
+        c0, d = criteria[0], batch.data
         share = len(criteria) * batch.codes.shape[0]
         fused = (c0.q == "naive" and not d.distributed and (batch.codes.device.type != "cpu" or _NAIVE_JOINT_CPU)
                  and 3 * share * c0.state.C * torch.finfo(d.dtype).bits // 8 <= get_config()["memory_budget"])

@@ -69,7 +69,7 @@ class SPECCMI(CodedSelector):
         N = data.n_features
         Q = torch.empty(N, N, dtype=dtype, device=device)
         for j in range(N):  # one table of all candidates against (x_j, class) per feature j
-            Q[:, j] = data.pair_information(j).cmi_x_b_given_a  # I(X_i; C | X_j)
+            Q[:, j] = data.pair_information(j, ("cmi_x_b_given_a",)).cmi_x_b_given_a  # I(X_i; C | X_j)
         Q = 0.5 * (Q + Q.T)
         Q.diagonal().copy_(data.relevance)
         v = _dominant_vector(Q.to(torch.float64))

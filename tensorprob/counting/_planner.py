@@ -1,0 +1,296 @@
+"""The counting planner: every way of counting a table is a named strategy, and one planner picks.
+
+A selection run asks for tables of a few kinds (:data:`KINDS`). Each kind can be counted in
+several ways with the same result: the exact integer counts (or float64 sums of the same
+weights), hence the same information quantities up to the order of a float64 sum. A
+:class:`Strategy` is one way: it says whether it applies to a request (and why not), what it
+would cost (seconds, from the constants of :mod:`~tensorprob.counting._costs`) and counts.
+The :class:`Planner` of a run asks every registered strategy of the request's kind, takes the
+cheapest that applies (ties to the earlier registered), records the choice in a
+:class:`CountingPlan` and logs it at DEBUG level on the ``tensorprob.counting`` logger.
+
+The plain reference, ``"bincount"`` (:func:`~tensorprob.counting.joint_table` and
+:class:`~tensorprob.counting.TableInformation`, blocked over candidates to the memory
+budget), applies to every request. ``set_config(counting="reference")`` (or the
+``TENSORPROB_COUNTING`` environment variable) makes it count every table;
+``counting="<name>"`` forces one strategy for the kinds it serves, and raises where it does
+not apply (the planner keeps choosing for the other kinds).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import _config
+from .._config import get_config
+
+logger = logging.getLogger("tensorprob.counting")
+
+#: The kinds of tables a run asks for, and what each gives.
+KINDS: dict[str, str] = {
+    "class": "the (x_c, class) table of every feature (dense)",
+    "relevance": "the entropies h_x, h_b, h_xb of the (x_c, class) tables of every feature (complete, unweighted rows)",
+    "pair": "quantities of the (x_c, x_j, class) tables of the candidates against a pick j",
+    "pair_free": "quantities of the (x_c, x_j) tables of the candidates against a pick j (no class)",
+    "pairs": "quantities of the (x_c, x_s, class) tables of listed (candidate, selected) pairs",
+    "triple": "quantities of the (x_c, x_r, x_j) tables of every candidate against two picks",
+    "pair_table": "the (x_c, x_j, class) tables of every candidate against a pick j (dense)",
+    "triple_table": "the (x_c, x_r, x_j) tables of every candidate against two picks (dense)",
+    "members": "the (x_c, x_j_b, class) tables of weighted members b of a batch against their own picks",
+}
+
+#: Name of the plain reference strategy, which counts every kind.
+REFERENCE = "bincount"
+
+
+@dataclass(eq=False)
+class Request:
+    """One table request of a run.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    j, r : int, optional
+        The pick (``a`` of the tables); ``r``: the second one of a triple (``a = x_r``, ``b = x_j``).
+    cols : ndarray of int64, optional
+        Count only these candidates (in order); None: every feature.
+    needed : tuple of str
+        The quantities the caller reads (``mi_xa_b``, ``h_xab``, ...), for the quantity kinds.
+    cand, sel : ndarray of int64, optional
+        The pairs of kind ``"pairs"``: candidate ``cand[i]`` against selected ``sel[i]``.
+    batch : object, optional
+        Kind ``"members"``: the details a batch passes to its strategies (see
+        :mod:`~tensorprob.counting._batched`).
+    """
+
+    kind: str
+    j: int | None = None
+    r: int | None = None
+    cols: np.ndarray | None = None
+    needed: tuple[str, ...] = ()
+    cand: np.ndarray | None = None
+    sel: np.ndarray | None = None
+    batch: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown kind of table {self.kind!r}; one of {', '.join(KINDS)}")
+
+
+class Strategy:
+    """One way of counting tables: what it applies to, its estimated cost, its count.
+
+    A subclass sets ``name`` and ``kinds`` and implements :meth:`applies`, :meth:`seconds` and
+    :meth:`count`; registering it (:func:`register`) makes the planner consider it. An instance
+    belongs to one run's data (``self.data``) and may keep what it builds for later requests
+    (bitsets, keys, the tables of all pairs).
+    """
+
+    #: Name of the strategy (what ``counting_plan_`` records and ``counting=`` forces).
+    name: ClassVar[str] = ""
+    #: The kinds of :data:`KINDS` it counts.
+    kinds: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def applies(self, req: Request) -> str | None:
+        """None when the strategy can count ``req``; otherwise why not (one short phrase)."""
+        return None
+
+    def seconds(self, req: Request) -> float:
+        """Estimated seconds of :meth:`count` on ``req`` (rough; only comparisons between strategies matter)."""
+        raise NotImplementedError
+
+    def count(self, req: Request) -> Any:
+        """The tables (dense kinds) or quantities (quantity kinds) of ``req``."""
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    """Class decorator: add a strategy to the planner (the order of registration breaks cost ties)."""
+    if not cls.name or not cls.kinds or not set(cls.kinds) <= set(KINDS):
+        raise ValueError(f"strategy {cls.__name__} needs a name and kinds among {list(KINDS)}")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"a strategy named {cls.name!r} is registered already")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def strategies(kind: str | None = None) -> list[str]:
+    """Names of the registered counting strategies, of one kind of table or of all.
+
+    Parameters
+    ----------
+    kind : str, optional
+        One of :data:`KINDS` (``"class"``, ``"relevance"``, ``"pair"``, ``"pair_free"``,
+        ``"pairs"``, ``"triple"``, ``"pair_table"``, ``"triple_table"``, ``"members"``); None
+        lists every strategy.
+
+    Returns
+    -------
+    list of str
+        In registration order (the order that breaks ties of estimated cost).
+
+    Examples
+    --------
+    >>> from tensorprob.counting import strategies
+    >>> "bincount" in strategies("pair")
+    True
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown kind of table {kind!r}; one of {', '.join(KINDS)}")
+    return [n for n, c in _REGISTRY.items() if kind is None or kind in c.kinds]
+
+
+def check_counting(value: str) -> str:
+    """The ``counting`` setting validated: ``"auto"``, ``"reference"`` or a registered strategy name."""
+    if not isinstance(value, str):
+        raise TypeError(f"counting must be a string, got {type(value).__name__}")
+    v = value.strip().lower()
+    if v in ("auto", "reference") or v in _REGISTRY:
+        return v
+    raise ValueError(f"counting must be 'auto', 'reference' or one of the strategies {', '.join(_REGISTRY)}; "
+                     f"got {value!r}")
+
+
+_config.VALIDATORS["counting"] = check_counting
+
+
+class CountingPlan(Mapping):
+    """What counted a run's tables: per kind of table, how many requests each strategy served.
+
+    A mapping ``{kind: {strategy: requests}}`` (read it like a dict); ``str()`` gives a report
+    with the last estimate of every strategy considered and why the others did not apply.
+
+    Examples
+    --------
+    >>> import numpy as np, tensorprob as tp
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.integers(0, 3, (200, 6)), rng.integers(0, 2, 200)
+    >>> plan = tp.JMI(k=3).fit(X, y).counting_plan_
+    >>> sorted(plan)
+    ['class', 'pair']
+    >>> sum(plan["pair"].values())  # one request per step after the first
+    2
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, dict[str, int]] = {}
+        self._last: dict[str, list[tuple[str, float | None, str | None]]] = {}
+
+    def record(self, kind: str, name: str, considered: list[tuple[str, float | None, str | None]]) -> None:
+        """Add one request of ``kind`` served by ``name``; ``considered``: (strategy, seconds or None, reason or None)."""
+        per = self._counts.setdefault(kind, {})
+        per[name] = per.get(name, 0) + 1
+        self._last[kind] = considered
+
+    def merge(self, other: CountingPlan) -> None:
+        """Add another plan's counts (a batch's members, a run's parts)."""
+        for kind, per in other._counts.items():
+            mine = self._counts.setdefault(kind, {})
+            for name, n in per.items():
+                mine[name] = mine.get(name, 0) + n
+        self._last.update(other._last)
+
+    def __getitem__(self, kind: str) -> dict[str, int]:
+        return dict(self._counts[kind])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._counts)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def __repr__(self) -> str:
+        return f"CountingPlan({self._counts!r})"
+
+    def __str__(self) -> str:
+        lines = []
+        for kind, per in self._counts.items():
+            served = ", ".join(f"{n} x{c}" for n, c in per.items())
+            lines.append(f"{kind}: {served}")
+            for name, sec, why in self._last.get(kind, []):
+                what = f"{sec * 1e3:.3g} ms estimated" if why is None else f"not applicable: {why}"
+                lines.append(f"    {name}: {what}")
+        return "\n".join(lines) if lines else "(no tables counted)"
+
+
+class Planner:
+    """The strategies of one run's data, the choice per request, and the record.
+
+    Parameters
+    ----------
+    data : SelectionData or BatchedSelectionData
+        What the strategies count from.
+    """
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+        self.plan = CountingPlan()
+        self._instances: dict[str, Strategy] = {}
+        #: requests of each kind the run still expects (strategies that build once spread it over them)
+        self.expected: dict[str, int] = {}
+
+    def strategy(self, name: str) -> Strategy:
+        """The run's instance of the strategy ``name`` (made on first use)."""
+        s = self._instances.get(name)
+        if s is None:
+            s = self._instances[name] = _REGISTRY[name](self.data)
+        return s
+
+    def choose(self, req: Request) -> Strategy:
+        """The strategy that counts ``req`` (see the module notes); records the choice."""
+        mode = check_counting(get_config()["counting"])  # also the environment variable's value
+        names = [n for n, c in _REGISTRY.items() if req.kind in c.kinds]
+        if mode == "reference":
+            names = [REFERENCE]
+        elif mode != "auto" and mode in names:
+            s = self.strategy(mode)
+            why = s.applies(req)
+            if why is not None:
+                raise ValueError(f"counting={mode!r} was asked for, but it cannot count this {req.kind!r} request: "
+                                 f"{why}; use counting='auto' or 'reference'")
+            names = [mode]
+        considered: list[tuple[str, float | None, str | None]] = []
+        best, best_s = None, np.inf
+        for name in names:
+            s = self.strategy(name)
+            why = s.applies(req)
+            if why is not None:
+                considered.append((name, None, why))
+                continue
+            sec = float(s.seconds(req)) if len(names) > 1 else 0.0
+            considered.append((name, sec, None))
+            if sec < best_s or best is None:
+                best, best_s = s, sec
+        if best is None:  # the reference applies to every request: a strategy's bug, not the user's
+            raise RuntimeError(f"no counting strategy applies to a {req.kind!r} request: {considered}")
+        self.plan.record(req.kind, best.name, considered)
+        if logger.isEnabledFor(logging.DEBUG):
+            others = "; ".join(f"{n}: {'%.3g ms' % (t * 1e3) if w is None else w}" for n, t, w in considered
+                               if n != best.name)
+            logger.debug("%s table(s) by %s (%.3g ms estimated)%s", req.kind, best.name, best_s * 1e3,
+                         f"; {others}" if others else "")
+        return best
+
+    def count(self, req: Request) -> Any:
+        """Count ``req`` with the chosen strategy."""
+        return self.choose(req).count(req)
+
+    def expect(self, kind: str, n: int) -> None:
+        """Tell the strategies that about ``n`` more requests of ``kind`` will come (a greedy run's steps)."""
+        self.expected[kind] = max(0, int(n))
+
+    def served(self, kind: str) -> None:
+        """One request of ``kind`` was served (what is left expected drops by one)."""
+        if self.expected.get(kind):
+            self.expected[kind] -= 1
