@@ -77,13 +77,9 @@ class Bincount(Strategy):
         if req.kind == "members":
             return d.count_reference(req)
         I, C, complete = d.max_card, d.n_classes, d.complete
-        if req.kind in ("class", "relevance"):
-            T = d.count(lambda codes, y, w, dt: joint_table(codes, I, None, 1, y, C, weights=w, dtype=dt,
-                                                            complete=complete))
-            if req.kind == "class":
-                return T
-            info = table_information(T, d.log_base)
-            return Quantities({"h_x": info.h_x, "h_b": info.h_b, "h_xb": info.h_xb})
+        if req.kind == "class":
+            return d.count(lambda codes, y, w, dt: joint_table(codes, I, None, 1, y, C, weights=w, dtype=dt,
+                                                               complete=complete))
         if req.kind == "pair_table":
             j = req.j
             return d.count(lambda codes, y, w, dt: joint_table(codes, I, codes[:, j], I, y, C, weights=w, dtype=dt,
@@ -97,7 +93,7 @@ class Bincount(Strategy):
         return self._blocked(req)
 
     def _blocked(self, req: Request) -> Quantities:
-        """Quantities of the pair, class-free pair or triple tables, a memory-sized block of candidates at a time."""
+        """Quantities of the class, pair, class-free pair or triple tables, a memory-sized block of candidates at a time."""
         d = self.data
         I, C, complete = d.max_card, d.n_classes, d.complete
         n, cells = _tables_and_cells(d, req)
@@ -107,6 +103,8 @@ class Bincount(Strategy):
         for s, e in chunk_ranges(n, 32 * cells, get_config()["memory_budget"] // 4):
             def tables(codes, y, w, dt, s=s, e=e):
                 x = _columns(codes, index, s, e)
+                if kind == "relevance":
+                    return joint_table(x, I, None, 1, y, C, weights=w, dtype=dt, complete=complete)
                 if kind == "pair":
                     return joint_table(x, I, codes[:, j], I, y, C, weights=w, dtype=dt, complete=complete)
                 if kind == "pair_free":  # rows without a class count nowhere, as in the class tables
@@ -227,7 +225,7 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
     shared = g.ndim == 1
     for s in range(0, n, step):
         e = min(n, s + step)
-        k = np.multiply(x[s:e], stride, dtype=kt)
+        k = np.multiply(x[s:e], stride, dtype=kt, order="C")
         k += (g if shared else g[s:e]).astype(kt, copy=False)
         k += offsets[:e - s].astype(kt, copy=False)
         cnt = torch.bincount(torch.from_numpy(k).view(-1), minlength=(e - s) * per)

@@ -106,7 +106,7 @@ def sorted_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: 
     shared = g.ndim == 1
     for s in range(0, n, step):
         e = min(n, s + step)
-        k = np.multiply(x[s:e], stride, dtype=kt)
+        k = np.multiply(x[s:e], stride, dtype=kt, order="C")
         k += (g if shared else g[s:e]).astype(kt, copy=False)
         k.sort(axis=1)
         if full:
