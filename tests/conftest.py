@@ -1,8 +1,8 @@
 """The device x dtype matrix every test runs in.
 
-Every test runs once per (device, dtype) lane: ``cpu`` and ``cuda`` (the CUDA lane is skipped
-without a CUDA device), each in ``float64`` and ``float32``. A lane is applied through
-:func:`tensorprob.config_context`, so everything a test builds with the defaults
+Every test runs once per (device, dtype) lane: ``cpu`` and ``cuda`` (without a CUDA device the
+CUDA lanes, and every test marked ``cuda``, are deselected), each in ``float64`` and ``float32``.
+A lane is applied through :func:`tensorprob.config_context`, so everything a test builds with the defaults
 (``device="auto"``, ``dtype=None``) runs on that device in that dtype; the ``device`` and
 ``dtype`` fixtures hand the lane to tests that pass them explicitly (or compare against it).
 
@@ -34,6 +34,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
     torch.set_num_threads(1)
 
 DEVICES = ("cpu", "cuda")
+_CUDA_DESELECTED = pytest.StashKey[int]()
 # Modules whose tests run in a subprocess that the lane cannot reach (the notebook kernels):
 # they run once, in the first selected lane, instead of once per lane.
 LANE_FREE_MODULES = frozenset({"test_notebooks.py", "test_distributed.py", "test_distributed_selectors.py"})
@@ -42,7 +43,7 @@ DTYPES = ("float64", "float32")
 
 def pytest_addoption(parser):
     parser.addoption("--device", action="store", default="all", choices=("all",) + DEVICES,
-                     help="device lanes to run: all (cpu and cuda; cuda skipped without a GPU), cpu or cuda")
+                     help="device lanes to run: all (cpu and cuda; cuda deselected without a GPU), cpu or cuda")
     parser.addoption("--dtype", action="store", default="all", choices=("all",) + DTYPES,
                      help="dtype lanes to run: all, float64 or float32")
 
@@ -50,9 +51,36 @@ def pytest_addoption(parser):
 def _lanes(config):
     devs = DEVICES if config.getoption("--device") == "all" else (config.getoption("--device"),)
     dts = DTYPES if config.getoption("--dtype") == "all" else (config.getoption("--dtype"),)
-    no_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-    return [pytest.param((d, t), id=f"{d}-{t}", marks=[pytest.mark.cuda, no_cuda] if d == "cuda" else [])
+    # without CUDA the cuda lanes are deselected (pytest_collection_modifyitems)
+    return [pytest.param((d, t), id=f"{d}-{t}", marks=[pytest.mark.cuda] if d == "cuda" else [])
             for d in devs for t in dts]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without a CUDA device, deselect every test marked ``cuda`` (the cuda lanes, tests/test_gpu.py).
+
+    The report then says "N deselected" and, once, why (:func:`pytest_terminal_summary`), instead of
+    one "needs a CUDA device" skip line per test.
+    """
+    if torch.cuda.is_available():
+        return
+    gone = [item for item in items if item.get_closest_marker("cuda") is not None]
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = [item for item in items if item.get_closest_marker("cuda") is None]
+        config.stash[_CUDA_DESELECTED] = len(gone)
+
+
+def pytest_report_header(config):
+    if not torch.cuda.is_available():
+        return "CUDA: no device here; the tests marked cuda (the cuda lanes) are deselected"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    n = config.stash.get(_CUDA_DESELECTED, 0)
+    if n:
+        terminalreporter.write_line(f"{n} deselected (CUDA): no CUDA device on this machine")
 
 
 def pytest_generate_tests(metafunc):

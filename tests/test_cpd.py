@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from _helpers import cuda, dense_pmf, entropy_of, tols
+from _helpers import dense_pmf, entropy_of, tols
 from scipy.optimize import linear_sum_assignment
 
 import tensorprob as tp
@@ -341,7 +341,7 @@ def test_save_load_and_to(tmp_path, device):
         tp.CPDModel.load(tmp_path / "junk.pt")
 
 
-@cuda
+@pytest.mark.cuda
 def test_cuda_fit_matches_cpu():
     s = make_latent_class(3000, [3, 4, 2, 5] * 3, 4, random_state=10)
     cpu = tp.fit_cpd(s.X, rank=4, device="cpu", random_state=0, n_iter_max=30, tol=0)

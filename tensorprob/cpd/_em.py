@@ -326,39 +326,49 @@ def run_em(data: EMData, state: EMState, *, alpha: float, n_iter_max: int, tol: 
     ll, lam_num, num = e_step(data, work, need_stats=True)
     state.history.append(to_numpy(ll))
     bar = progress_bar(n_iter_max, f"EM ({B} model{'s' if B > 1 else ''})")
-    for it in range(1, n_iter_max + 1):
-        bar.update()
-        m_step(data, work, lam_num, num, alpha, torch.ones(len(idx), dtype=torch.bool, device=work.log_A.device))
-        n_iter[idx] += 1
-        ll, lam_num, num = e_step(data, work, need_stats=True)
-        prev = state.history[-1]
-        ll_np = prev.copy()
-        ll_np[idx] = to_numpy(ll)
-        state.history.append(ll_np)
-        done = np.abs(ll_np[idx] - prev[idx]) <= tol * np.maximum(np.abs(prev[idx]), 1e-12)
-        if callback is not None:
-            callback(it, ll_np)
-        bar.set_postfix_str(f"loglik/sample {float(np.max(ll_np)):.4f}, active {len(idx)}")
-        if done.any():
-            converged[np.asarray(idx)[done]] = True
-            if work is not state:
-                _write_back(state, work, idx)
-            keep = [i for i, d in enumerate(done) if not d]
-            if not keep:
-                idx = []
-                break
-            # statistics already computed for the kept models carry over to the compacted batch
-            cols = torch.cat([torch.arange(work.model_cols[i].start, work.model_cols[i].stop) for i in keep])
-            work = _subset(work, keep)
-            lam_num = lam_num[keep, : work.log_lam.shape[1]]
-            num = num[:, cols.to(num.device)]
-            idx = [idx[i] for i in keep]
-    bar.close()
+    try:
+        for it in range(1, n_iter_max + 1):
+            bar.update()
+            m_step(data, work, lam_num, num, alpha, torch.ones(len(idx), dtype=torch.bool, device=work.log_A.device))
+            n_iter[idx] += 1
+            ll, lam_num, num = e_step(data, work, need_stats=True)
+            prev = state.history[-1]
+            ll_np = prev.copy()
+            ll_np[idx] = to_numpy(ll)
+            state.history.append(ll_np)
+            done = np.abs(ll_np[idx] - prev[idx]) <= tol * np.maximum(np.abs(prev[idx]), 1e-12)
+            if callback is not None:
+                callback(it, ll_np)
+            bar.set_postfix_str(f"loglik/sample {float(np.max(ll_np)):.4f}, active {len(idx)}")
+            if done.any():
+                converged[np.asarray(idx)[done]] = True
+                if work is not state:
+                    _write_back(state, work, idx)
+                keep = [i for i, d in enumerate(done) if not d]
+                if not keep:
+                    idx = []
+                    break
+                # statistics already computed for the kept models carry over to the compacted batch
+                cols = torch.cat([torch.arange(work.model_cols[i].start, work.model_cols[i].stop) for i in keep])
+                work = _subset(work, keep)
+                lam_num = lam_num[keep, : work.log_lam.shape[1]]
+                num = num[:, cols.to(num.device)]
+                idx = [idx[i] for i in keep]
+    finally:  # also when interrupted: a bar left on the terminal would share its line with the next output
+        _finish(bar)
     if idx and work is not state:
         _write_back(state, work, idx)
     state.n_iter = n_iter
     state.converged = converged
     return state
+
+
+def _finish(bar) -> None:
+    """Close a progress bar at the iteration reached (a converged fit's bar ends full, not at n / n_iter_max)."""
+    if getattr(bar, "total", None) is not None and getattr(bar, "n", None) is not None:
+        bar.total = bar.n
+        bar.refresh()
+    bar.close()
 
 
 def init_random(D: int, cards: torch.Tensor, var_of_col: torch.Tensor, ranks: list[int], F: int,

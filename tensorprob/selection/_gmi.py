@@ -38,7 +38,9 @@ __all__ = ["GMI", "PairwiseDp", "eliminate_by_total_dependency"]
 
 def _standardized(selector, X: np.ndarray, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     """Zero-mean, unit-variance columns (constant ones become 0); sets ``mean_`` and ``scale_``."""
-    Xt = torch.as_tensor(X, dtype=dtype, device=device)
+    X = np.asarray(X)
+    # torch shares a NumPy array's memory and warns when that array is read-only: copy only then
+    Xt = torch.as_tensor(X if X.flags.writeable else X.copy(), dtype=dtype, device=device)
     mean = Xt.mean(0)
     std = Xt.std(0) if Xt.shape[0] > 1 else torch.zeros_like(mean)
     scale = torch.where(std > 0, std, torch.ones_like(std))
