@@ -28,6 +28,9 @@ _DEFAULTS: dict[str, Any] = {
     # Numeric columns (integers, integral floats) with at most this many distinct values are
     # categories by value; categorical columns with more distinct values are rejected.
     "max_categories": 64,
+    # Least expected rows per cell of a pair-and-class table for which a selector keeps the values of
+    # an integral numeric column as categories (more values are binned; 0: only max_categories).
+    "min_cell_count": 5,
     # Show tqdm progress bars (on stderr) for greedy selection steps and EM iterations; tqdm is
     # optional (the "progress" extra): without it the setting has no effect.
     "progress": False,
@@ -68,6 +71,9 @@ def get_config() -> dict[str, Any]:
         device's, see :func:`set_config`) and
         ``max_categories`` (largest alphabet accepted for a categorical variable, and the
         largest number of distinct values for which a numeric column is categorical),
+        ``min_cell_count`` (the selectors keep an integral numeric column's values as
+        categories only while a table of two such columns and the class holds at least this
+        many rows per cell on average, default 5; see ``Encoder(max_categories="auto")``),
         ``progress`` (show tqdm progress bars on stderr for greedy steps and EM iterations;
         tqdm is an optional dependency, ``pip install "tensorprob[progress]"``, and without it
         the setting is accepted and no bar is shown), ``device`` (what ``device="auto"`` resolves
@@ -134,6 +140,7 @@ _UNSET: Any = object()
 
 
 def set_config(*, memory_budget: int | str | None = None, max_categories: int | None = None,
+               min_cell_count: float | None = None,
                progress: bool | None = None, device: Any = None, dtype: Any = _UNSET,
                cpu_threads: Any = _UNSET, counting: str | None = None) -> None:
     """Set configuration values; ``None`` leaves a value unchanged.
@@ -156,6 +163,13 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
     max_categories : int, optional
         Largest alphabet of a categorical column, and the largest number of distinct values
         for which a numeric column is categorical (at least 2).
+    min_cell_count : float, optional
+        Least average number of rows per cell of a table of two integral numeric columns and
+        the class for which the selectors keep such a column's values as categories: at most
+        ``max(n_bins, floor(sqrt(n_rows / (n_classes * min_cell_count))))`` values (and at most
+        ``max_categories``); a column with more is binned by the selector's discretizer.
+        Default 5 (the usual least expected count of a chi-square cell); 0 keeps every
+        column with up to ``max_categories`` values.
     progress : bool, optional
         Show tqdm progress bars on stderr (needs the optional tqdm, the ``progress`` extra;
         without it no bar is shown).
@@ -226,6 +240,11 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
         if isinstance(memory_budget, (str, bool)) or int(memory_budget) < 2**16:
             raise ValueError(f"memory_budget must be 'auto' or at least 65536 bytes, got {memory_budget!r}")
         new.update({"memory_budget": int(memory_budget), "_memory_budget_auto": False})
+    if min_cell_count is not None:
+        if isinstance(min_cell_count, bool) or not isinstance(min_cell_count, (int, float)) or not (
+                min_cell_count >= 0 and min_cell_count < float("inf")):
+            raise ValueError(f"min_cell_count must be a finite number >= 0, got {min_cell_count!r}")
+        new["min_cell_count"] = min_cell_count
     if max_categories is not None:
         if int(max_categories) < 2:
             raise ValueError(f"max_categories must be at least 2, got {max_categories!r}")

@@ -75,8 +75,6 @@ def test_encode_errors():
         tp.encode(words)
     with tp.config_context(max_categories=128):
         assert tp.encode(words).cardinalities.tolist() == [100]
-    with pytest.raises(ValueError, match="infinite"):
-        tp.encode(np.array([[np.inf], [1.0]]))
     with pytest.raises(ValueError, match="missing label"):
         tp.encode_labels(np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match="1-D"):
@@ -113,7 +111,7 @@ def test_uniform_edges_equal_sklearn_bit_for_bit(n_bins):
 
 
 def test_bin_codes_equal_searchsorted():
-    # codes of all columns by comparisons = searchsorted(side="right") per column; -1 off the reals
+    # codes of all columns by comparisons = searchsorted(side="right") per column; -1 for NaN
     from tensorprob.encoding._discretize import _bin_codes
 
     rng = np.random.default_rng(3)
@@ -123,7 +121,7 @@ def test_bin_codes_equal_searchsorted():
     edges = [np.sort(rng.standard_normal(rng.integers(0, 8))) for _ in range(30)]
     edges[2] = np.array([X[5, 2], X[5, 2]])  # a value equal to (repeated) cut points
     ref = np.stack([np.searchsorted(e, X[:, j], side="right") for j, e in enumerate(edges)], 1)
-    ref[~np.isfinite(X)] = -1
+    ref[np.isnan(X)] = -1  # +inf: the last bin, -inf: the first
     np.testing.assert_array_equal(_bin_codes(X, edges), ref)
     assert _bin_codes(X[:0], edges).shape == (0, 30)
 
@@ -236,7 +234,7 @@ def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch)
     # the vectorized path for 2-D integer arrays (one presence table, no per-column sort) gives
     # the codes, categories and kinds of the per-column path: gaps, negative values, wide and
     # too-many-category columns (left to the general path), unsigned and narrow dtypes, order
-    from tensorprob.encoding import _encode
+    from tensorprob.encoding import _summary
 
     rng = np.random.default_rng(seed)
     X = rng.integers(-3, 7, (500, 9))
@@ -260,7 +258,7 @@ def test_small_integer_arrays_encode_as_the_general_path_does(seed, monkeypatch)
     fast = tp.Encoder(discretizer="uniform")
     codes = fast.fit_transform(X)
     np.testing.assert_array_equal(X, before)  # the caller's data is untouched
-    monkeypatch.setattr(_encode, "_small_int_array", lambda *a: None)
+    monkeypatch.setattr(_summary, "_small_int_array", lambda *a: None)
     slow = tp.Encoder(discretizer="uniform")
     ref = slow.fit_transform(X)
     assert codes.dtype == ref.dtype
@@ -279,7 +277,7 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
     # negative minima, several row blocks (a tiny memory budget), odd numbers of rows (the
     # halving OR); case 6: few columns with gaps among many (only those are renumbered);
     # bits=False: NumPy without bitwise_count takes the comparison and bincount paths
-    from tensorprob.encoding import _encode
+    from tensorprob.encoding import _summary
 
     rng = np.random.default_rng(100 + case)
     M = 3000
@@ -300,7 +298,7 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
     with tp.config_context(memory_budget=65536):  # row blocks of a few hundred rows
         fast = tp.Encoder(discretizer="uniform")
         codes = fast.fit_transform(X)
-    monkeypatch.setattr(_encode, "_small_int_array", lambda *a: None)
+    monkeypatch.setattr(_summary, "_small_int_array", lambda *a: None)
     slow = tp.Encoder(discretizer="uniform")
     ref = slow.fit_transform(X)
     np.testing.assert_array_equal(codes, ref)
@@ -312,7 +310,7 @@ def test_bitmask_coding_of_small_integers_equals_the_general_path(case, bits, mo
 def test_or_over_rows_reads_every_row():
     # the halving OR of _bit_coded's masks against NumPy's reduction: each row holds its own bit,
     # so a row left out (an odd count at any level of the halving) changes the result
-    from tensorprob.encoding._encode import _or_over_rows
+    from tensorprob.encoding._small_ints import _or_over_rows
 
     rng = np.random.default_rng(3)
     for n in range(1, 65):
@@ -322,25 +320,6 @@ def test_or_over_rows_reads_every_row():
             assert int(np.bitwise_count(_or_over_rows(b)[0])) == n
 
 
-def test_packed_categories_pickled_in_the_former_layout_still_read():
-    # an encoder pickled while its categories were stored as values and ends (before the
-    # values were built from bitmasks on demand) unpickles to the same categories
-    import pickle
-
-    from tensorprob.encoding._encode import _Categories
-
-    X = np.stack([np.arange(12) % 3, np.arange(12) % 2 + 4, np.full(12, 9)], 1)
-    enc = tp.Encoder().fit(X)
-    old = _Categories.__new__(_Categories)
-    old.__dict__.update(values=np.array([0, 1, 2, 4, 5, 9]), ends=np.array([3, 5, 6]), counts=np.array([3, 2, 1]),
-                        _items=None)
-    vars(enc)["_categories"] = old
-    again = pickle.loads(pickle.dumps(enc))
-    assert [c.tolist() for c in again.categories_] == [[0, 1, 2], [4, 5], [9]]
-    fresh = pickle.loads(pickle.dumps(tp.Encoder().fit(X)))  # the current layout (bitmasks), unread
-    assert [c.tolist() for c in fresh.categories_] == [[0, 1, 2], [4, 5], [9]]
-
-
 def test_categories_of_a_coded_array_are_cut_when_read(monkeypatch):
     # an integer array coded at once keeps its categories packed (values and counts) until
     # categories_ is read: then a list with one sorted array per column (None for a column left
@@ -348,7 +327,7 @@ def test_categories_of_a_coded_array_are_cut_when_read(monkeypatch):
     # when transform reads them first; an Encoded input's categories are 0 .. c - 1
     import pickle
 
-    from tensorprob.encoding import _encode
+    from tensorprob.encoding import _summary
 
     rng = np.random.default_rng(7)
     X = rng.integers(0, 5, (400, 300)) * rng.integers(1, 4, 300)  # counts and gaps differ by column
@@ -364,7 +343,7 @@ def test_categories_of_a_coded_array_are_cut_when_read(monkeypatch):
             again = pickle.loads(pickle.dumps(fast))
             codes = again.transform(data)  # reads the categories
             with monkeypatch.context() as m:
-                m.setattr(_encode, "_small_int_array", lambda *a: None)
+                m.setattr(_summary, "_small_int_array", lambda *a: None)
                 slow = tp.Encoder(max_categories=20).fit(data)
         np.testing.assert_array_equal(codes, slow.transform(data))
         for enc in (fast, again):
@@ -381,7 +360,7 @@ def test_categories_of_a_coded_array_are_cut_when_read(monkeypatch):
 def test_text_columns_factorized_as_keyed_one_by_one(monkeypatch):
     """Columns of strings (or bytes) are factorized by pandas; the categories, codes, transform and its
     unseen-value error equal those of keying every entry in Python (pandas' check turned off)."""
-    from tensorprob.encoding import _encode
+    from tensorprob.encoding import _columns
 
     rng = np.random.default_rng(0)
     words = np.array(["b", "a", "", "won", "nowin", "é"], dtype=object)
@@ -405,6 +384,6 @@ def test_text_columns_factorized_as_keyed_one_by_one(monkeypatch):
     assert (got[::11, 2] == -1).all() and (got[:, 0] >= 0).all()
     with pytest.raises(ValueError, match="not seen when fitting: 'zzz'"):
         slow.transform(np.column_stack([np.array(["zzz"] + ["a"] * 4, dtype=object), raw[:5], text[:5]]))
-    inverse, keys, firsts = _encode._object_categories(text)
+    inverse, keys, firsts = _columns._object_categories(text)
     assert [k[0] for k in keys] == ["str"] * len(keys) and len(keys) == 6
     np.testing.assert_array_equal(np.asarray(firsts, dtype=object)[inverse], text)

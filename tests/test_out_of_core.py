@@ -183,13 +183,26 @@ def test_errors():
     with pytest.raises(ValueError, match="block_rows must be"):
         RowChunks([X], block_rows=0)
     df, lab = _frame(300)
-    for strategy in ("quantile", "mdl"):
-        with pytest.raises(ValueError, match="discretizer='uniform'"):
-            tp.fit_cpd(RowChunks([(df, lab)]), rank=2, discretizer=strategy, **KW)
-    # without continuous columns the strategy does not matter
-    ref = tp.fit_cpd(df[["b", "c"]], y=lab, rank=2, discretizer="quantile", **KW)
-    got = tp.fit_cpd(RowChunks([(df[["b", "c"]], lab)]), rank=2, discretizer="quantile", **KW)
+    from sklearn.preprocessing import KBinsDiscretizer
+
+    with pytest.raises(ValueError, match="discretizer object cannot be fitted on row chunks.*'a'"):
+        tp.fit_cpd(RowChunks([(df, lab)]), rank=2, discretizer=KBinsDiscretizer(encode="ordinal"), **KW)
+    # without continuous columns the discretizer does not matter
+    ref = tp.fit_cpd(df[["b", "c"]], y=lab, rank=2, discretizer=KBinsDiscretizer(encode="ordinal"), **KW)
+    got = tp.fit_cpd(RowChunks([(df[["b", "c"]], lab)]), rank=2, discretizer=KBinsDiscretizer(encode="ordinal"), **KW)
     _same([ref], [got])
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "mdl"])
+def test_equal_frequency_and_mdl_bins_from_chunks(strategy):
+    """The cut points come from the finite values of every chunk (a combined sample): those of the rows in memory."""
+    df, lab = _frame(1500, seed=4)
+    parts = _pieces(len(df), [400, 1, 599, 500])
+    ref = tp.fit_cpd(df, y=lab, rank=2, discretizer=strategy, n_bins=4, **KW)
+    got = tp.fit_cpd(RowChunks([(df.iloc[s], lab[s]) for s in parts]), rank=2, discretizer=strategy, n_bins=4, **KW)
+    _same([ref], [got])
+    for e1, e2 in zip(ref.encoder_.discretizer_.bin_edges_, got.encoder_.discretizer_.bin_edges_):
+        np.testing.assert_array_equal(e1, e2)
 
 
 # --- spilled rows: the EM streams them from temporary files at every iteration ---------------------

@@ -310,8 +310,11 @@ def test_errors(tmp_path):
         tp.JMI(k=3).fit(RowChunks([(X, y, np.zeros(300))]))
     with pytest.raises(ValueError, match="negative"):
         tp.JMI(k=3).fit(RowChunks([(X, y, -np.ones(300))]))
-    with pytest.raises(ValueError, match="discretizer='quantile' needs all the values"):
-        tp.JMI(k=3, discretizer="quantile").fit(RowChunks([(np.random.default_rng(0).normal(size=(300, 3)), y)]))
+    from sklearn.preprocessing import KBinsDiscretizer
+
+    with pytest.raises(ValueError, match="discretizer object cannot be fitted on row chunks"):
+        tp.JMI(k=3, discretizer=KBinsDiscretizer(encode="ordinal")).fit(
+            RowChunks([(np.random.default_rng(0).normal(size=(300, 3)), y)]))
     with pytest.raises(FileNotFoundError):
         tp.JMI(k=3).fit(str(tmp_path / "nothing.parquet"))
     with pytest.raises(ValueError, match="requires y"):  # data in memory still need y

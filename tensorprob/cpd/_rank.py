@@ -1,7 +1,6 @@
 """Rank selection by the CPD classifier's cross-validated error (paper 000, section V)."""
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ from .. import _distributed
 from .._config import device_budget
 from .._device import RandomStateLike, resolve_device, resolve_dtype, seed_from_random_state, to_numpy
 from .._docstrings import fill_doc
+from .._io import is_streamed
 from ..counting import Incidence
 from ._em import EMState, _log_floor, rank_runs
 from ._fit import fit_batched
@@ -45,14 +45,6 @@ class RankSelection:
     errors: np.ndarray
     mean_errors: np.ndarray
     train_loglik: np.ndarray
-
-
-def _is_streamed(X: Any) -> bool:
-    """Whether ``X`` is streamed input of the CPD fits (RowChunks, a callable, a path)."""
-    from ..datasets._chunks import RowChunks
-
-    return isinstance(X, (RowChunks, str, os.PathLike)) or (
-        callable(X) and not hasattr(X, "shape") and not hasattr(X, "iloc"))
 
 
 @fill_doc
@@ -106,7 +98,7 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
     if not ranks:
         raise ValueError("ranks must not be empty")
     cv = _check_int("cv", cv, 2)
-    if _is_streamed(X):
+    if is_streamed(X):
         raise TypeError("select_rank takes data in memory, not streamed row chunks (RowChunks, a callable or a "
                         "Parquet path): its stratified folds need the label of every row. Out of core, fit the "
                         "candidate ranks with tensorprob.fit_cpds on training chunks and compare them on held-out "

@@ -1,9 +1,10 @@
 """Out-of-core input of the CPD fits: row chunks read in two passes into a table of distinct rows.
 
-Pass 1 (:func:`~tensorprob.cpd._chunked.learn_encoding`, shared with the streamed selectors)
-learns the encoding and the classes from all the chunks. Pass 2 codes every chunk
-(:meth:`~tensorprob.cpd._chunked.ChunkEncoding.code`) and merges its distinct rows into a
-running table (weights summed, float64). The EM then runs on that table: the in-memory fit
+Pass 1 (:func:`~tensorprob._io.learn_encoding`, shared with the streamed selectors) learns
+the encoding and the classes from all the chunks. Pass 2 reads the chunks again, checked
+against pass 1 (:meth:`~tensorprob._io.ChunkEncoding.replay`: a source that changed raises),
+codes every chunk (:meth:`~tensorprob._io.ChunkEncoding.code`) and merges its distinct rows
+into a running table (weights summed, float64). The EM then runs on that table: the in-memory fit
 merges duplicate rows the same way first, so the two fits are the same computation. Memory
 is bounded by one chunk plus the table of distinct rows (``RowChunks.max_distinct_rows``).
 
@@ -29,11 +30,10 @@ from .. import _distributed
 from .._config import get_config
 from .._device import to_numpy
 from ..counting import unique_rows
+from .._io import RowChunks, as_chunks, learn_encoding
 from ..counting._spill import TempFiles
-from ..datasets._chunks import RowChunks
-from ..encoding._encode import _compact_dtype
-from ._chunked import as_chunks, learn_encoding
-from ._validation import PreparedData, _weight_scale
+from ..encoding._codes import _compact_dtype
+from ._validation import PreparedData, _check_alphabets, _plain, _weight_scale
 
 __all__ = ["as_chunks", "prepare_stream"]
 
@@ -113,7 +113,8 @@ def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n
     """
     limit = get_config()["max_categories"]
     enc = learn_encoding(chunks, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values,
-                         cardinalities=cardinalities, distributed=distributed, max_classes=limit)
+                         cardinalities=cardinalities, int_codes=True, distributed=distributed, max_classes=limit)
+    _check_alphabets(enc.cards, limit)
     n_rows, encoder, classes = enc.n_rows, enc.encoder, enc.classes
     no_y, no_w = classes is None, not enc.weighted
     cards, names, target = enc.cards, list(enc.names), None
@@ -159,7 +160,7 @@ def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n
                 "with distributed=True")
 
         try:
-            for i, (X, y, w) in enumerate(chunks):
+            for i, X, y, w in enc.replay(chunks):
                 coded = enc.code(i, X, y, w, dt)
                 if coded is None:
                     continue
@@ -245,7 +246,7 @@ def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n
     chunks.n_rows_ = int(n_rows)
     chunks.n_distinct_ = int(rows.shape[0])
     chunks.spilled_ = spill is not None
-    prep = PreparedData(np.zeros((0, cards.size), dt), cards, names, target, classes, encoder)
+    prep = PreparedData(np.zeros((0, cards.size), dt), cards, names, target, classes, _plain(encoder))
     if spill is not None:  # the rows stay in their files, read a block at a time onto the device
         return prep, rows, W, spill
     return prep, rows.to(device), W.to(device), None

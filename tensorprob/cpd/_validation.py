@@ -10,10 +10,11 @@ import torch
 
 from .. import _distributed
 from .._config import get_config
-from .._device import to_numpy
+from .._io import check_weights
 from ..counting import unique_rows
-from ..encoding import Encoded, encode
-from ..encoding._encode import _compact, _compact_dtype, check_classification_target
+from ..encoding import Encoded, Encoder
+from ..encoding._codes import _compact, _compact_dtype
+from ..encoding._labels import check_classification_target, global_labels
 
 
 @dataclass
@@ -59,215 +60,106 @@ def _check_alphabets(cards: np.ndarray, limit: int) -> None:
             "discretize it first (tensorprob.discretize) or raise the limit with "
             "tensorprob.config_context(max_categories=...)")
 
-def _is_code_array(X: Any) -> bool:
-    if torch.is_tensor(X):
-        return not X.is_floating_point() and X.dtype != torch.bool and not X.is_complex()
-    if hasattr(X, "iloc"):
-        return False
-    arr = np.asarray(X)
-    return arr.dtype.kind in "iu"
-
-
-def _declared_codes(X: Any, cardinalities: Any, missing_values: Any) -> bool:
-    """Whether X is taken as codes: an integer array with ``cardinalities`` (then -1 is missing),
-    or a nonnegative one (its values are their own codes); a raw ``-1`` is otherwise a value."""
-    if not _is_code_array(X) or missing_values is not None:
-        return False
-    if cardinalities is not None:
-        return True
-    arr = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
-    return not (arr.size and arr.min() < 0)
-
 
 def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None = None, discretizer: Any = "uniform",
                  n_bins: int = 5, missing_values: Any = None, distributed: bool = False) -> PreparedData:
     """Turn X (codes or raw data) and optional labels into codes with the label as the last variable.
 
-    An :class:`~tensorprob.Encoded` is taken as codes (-1 = missing). So are integer arrays and
-    tensors given with ``cardinalities`` (-1 = missing), and nonnegative integer arrays
-    (cardinalities ``max + 1`` per column). Anything else, a raw ``-1`` included, goes through
-    :func:`tensorprob.encode` (floats are discretized by ``discretizer``). With ``distributed``
-    each rank holds its own rows and every decision (codes or raw, cardinalities, categories,
-    bins, classes) is taken from all ranks' data: see :func:`_prepare_distributed`.
+    Declared codes (:func:`_declared`) are taken as they are (-1 = missing); anything else is raw
+    data: an :class:`~tensorprob.Encoder` decides its encoding once (floats are discretized by
+    ``discretizer``). With ``distributed`` each rank holds its own rows and every decision
+    (cardinalities, categories, bins, classes) is taken from the summaries of all ranks; a rank
+    may hold zero rows, all ranks together may not.
+    """
+    limit = get_config()["max_categories"]
+    X = _declared(X, cardinalities, missing_values, distributed)
+    enc = Encoder(discretizer=discretizer, n_bins=n_bins, missing_values=missing_values, distributed=distributed)
+    codes = enc._fit(X, y, None)
+    n_rows = sum(_distributed.all_gather(codes.shape[0])) if distributed else codes.shape[0]
+    if n_rows == 0 or codes.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {codes.shape})" + (" on every rank: no rows to fit" if distributed else ""))
+    if isinstance(X, Encoded):
+        cards, encoder = X.cardinalities, X.encoder
+        names = X.feature_names if X.feature_names is not None else list(enc.feature_names_)
+    else:
+        cards, names, encoder = enc.cardinalities_, list(enc.feature_names_), enc
+    _check_alphabets(np.asarray(cards), limit)
+    return _with_label(codes, np.asarray(cards, dtype=np.int64), names, _plain(encoder), y, limit, distributed)
+
+
+def _declared(X: Any, cardinalities: Any, missing_values: Any, distributed: bool) -> Any:
+    """X as an :class:`~tensorprob.Encoded` when it declares codes, else X (raw data).
+
+    Codes are an ``Encoded``, an integer array or tensor given with ``cardinalities``, or, the
+    CPD fits' convention for data without ``missing_values``, an integer array or tensor
+    without a negative value: each value is its own code, ``max + 1`` values per column (over
+    all ranks when ``distributed``). Any other array is raw data (a raw -1 is a value).
     """
     if distributed:
-        return _prepare_distributed(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
-                                    missing_values=missing_values)
-    limit = get_config()["max_categories"]
-    encoder = None
-    names = None
-    encoded = isinstance(X, Encoded)
-    if encoded:
-        names, encoder = X.feature_names, X.encoder
-        if cardinalities is None:
-            cardinalities = X.cardinalities
-        X = np.asarray(X.codes)
-    if encoded or _declared_codes(X, cardinalities, missing_values):
-        codes = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)  # no copy: checked, then stored compact
-        if codes.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {codes.shape}")
-        if codes.shape[0] == 0 or codes.shape[1] == 0:
-            raise ValueError(f"X is empty (shape {codes.shape})")
-        if (codes < -1).any():
-            raise ValueError("integer codes must be >= 0, or -1 for missing; found "
-                             f"{int(codes.min())} (encode raw integer data with tensorprob.encode)")
-        if cardinalities is None:
-            cards = np.maximum(codes.max(0), 0) + 1
-        else:
-            cards = np.asarray(cardinalities, dtype=np.int64)
-            if cards.shape != (codes.shape[1],):
-                raise ValueError(f"cardinalities has shape {cards.shape}, expected ({codes.shape[1]},)")
-            small = np.flatnonzero(cards < 1)
-            if small.size:
-                raise ValueError(f"cardinalities must be >= 1, got {int(cards[small[0]])} for column {int(small[0])}")
-            over = np.flatnonzero(codes.max(0) >= cards)
-            if over.size:
-                raise ValueError(f"column {int(over[0])} has code {int(codes[:, over[0]].max())} >= its "
-                                 f"cardinality {int(cards[over[0]])}")
-        names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(codes.shape[1])]
-        _check_alphabets(cards, limit)
-    else:
-        enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
-        codes, cards, names, encoder = enc.codes, enc.cardinalities, enc.feature_names, enc.encoder
-    target = classes = None
-    if y is not None:
-        ycodes, classes = check_classification_target(y)
-        if ycodes.shape[0] != codes.shape[0]:
-            raise ValueError(f"X has {codes.shape[0]} rows but y has {ycodes.shape[0]} labels")
-        if classes.size < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}); a label needs at least two classes")
-        if classes.size > limit:
-            raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
-        cards = np.concatenate([cards, [classes.size]])
-        dt = _compact_dtype(cards)
-        codes = np.concatenate([codes.astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
-        names = list(names) + ["y"]
-        target = codes.shape[1] - 1
-    cards = np.asarray(cards, dtype=np.int64)
-    return PreparedData(_compact(codes, cards), cards, list(names), target, classes, encoder)
-
-
-def _local_shape(X: Any) -> tuple:
-    """The shape of X without converting it (DataFrames, tensors and arrays)."""
+        sig = (isinstance(X, Encoded), _is_int_array(X), None if cardinalities is None else
+               list(map(int, cardinalities)), missing_values is not None)
+        _distributed.check_same("input (Encoded?, integer codes?, cardinalities, missing_values given?)", sig)
     if isinstance(X, Encoded):
-        return tuple(np.shape(X.codes))
-    return tuple(X.shape) if hasattr(X, "shape") else tuple(np.shape(np.asarray(X, dtype=object)))
+        return X
+    if cardinalities is not None:
+        return _distributed.agree(lambda: Encoded(X, cardinalities)) if distributed else Encoded(X, cardinalities)
+    if missing_values is not None or not _is_int_array(X):
+        return X
+    arr = X.detach().cpu().numpy() if torch.is_tensor(X) else np.asarray(X)
+    if arr.ndim != 2:
+        return X  # the encoder names the problem
+    top = arr.max(0).astype(np.int64) if arr.shape[0] else np.full(arr.shape[1], -1, np.int64)
+    neg = bool(arr.size and arr.min() < 0)
+    if distributed:  # codes on every rank (the signature checked that), raw if any rank has a negative value
+        parts = _distributed.all_gather((neg, top))
+        if any(n for n, _ in parts) or len({t.shape for _, t in parts}) > 1:
+            return X
+        top = np.max(np.stack([t for _, t in parts]), 0)
+    elif neg:
+        return X
+    return Encoded(arr, np.maximum(top, 0) + 1)
 
 
-def _global_labels(y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of this rank's labels against the sorted classes of all ranks (the classes every rank sees)."""
-    def local() -> tuple[np.ndarray, np.ndarray]:
-        if len(y) == 0:
-            arr = np.asarray(y.detach().cpu().numpy() if hasattr(y, "detach") else y)
-            return np.zeros(0, dtype=np.int64), arr.reshape(-1)
-        return check_classification_target(y)
-
-    codes, classes = _distributed.agree(local)
-    every = [c for c in _distributed.all_gather(classes) if c.size]
-    try:
-        union = np.unique(np.concatenate(every))
-    except TypeError:
-        union = np.unique(np.concatenate(every).astype(str))
-        classes = classes.astype(str)
-    return np.searchsorted(union, classes).astype(np.int64)[codes], union
+def _is_int_array(X: Any) -> bool:
+    """An integer (not bool) array or tensor, not a DataFrame."""
+    if torch.is_tensor(X):
+        return not X.is_floating_point() and X.dtype != torch.bool and not X.is_complex()
+    return isinstance(X, np.ndarray) and X.dtype.kind in "iu"
 
 
-def _prepare_distributed(X: Any, y: Any, *, cardinalities: Sequence[int] | None, discretizer: Any, n_bins: int,
-                         missing_values: Any) -> PreparedData:
-    """:func:`prepare_data` on this rank's rows, with every data-dependent choice made from all ranks.
+def _plain(encoder: Any) -> Any:
+    """The encoder with its categories as plain arrays (a model saves its encoder's state without pickle)."""
+    if encoder is not None and hasattr(encoder, "cardinalities_"):
+        encoder.categories_  # noqa: B018 - reading them cuts packed categories into per-column arrays
+    return encoder
 
-    The ranks first compare a signature (input kind, number of columns, whether labels are
-    given, the declared cardinalities) and raise together on a mismatch. Codes take the
-    column maxima over all ranks; raw data goes through :func:`tensorprob.encode` with
-    ``distributed=True``; labels are coded against the union of every rank's classes. A rank
-    may hold zero rows; all ranks together may not.
-    """
-    limit = get_config()["max_categories"]
-    encoded = isinstance(X, Encoded)
 
-    def inspect() -> tuple:
-        shape = _local_shape(X)
-        is_code = encoded or _is_code_array(X)
-        arr = None
-        if is_code and not encoded:
-            arr = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
-        neg = bool(arr is not None and arr.size and arr.min() < 0)
-        n_cols = shape[1] if len(shape) == 2 else -1
-        return (encoded, is_code, n_cols, y is None, None if cardinalities is None else list(map(int, cardinalities)),
-                missing_values is not None), neg, shape[0] if shape else 0
-
-    sig, neg, n_rows = _distributed.agree(inspect)
-    _distributed.check_same("input (Encoded?, integer codes?, number of columns, labels absent?, cardinalities, "
-                            "missing_values given?)", sig)
-    counts = _distributed.all_gather((neg, n_rows))
-    if sum(c[1] for c in counts) == 0:
-        raise ValueError("X is empty on every rank: no rows to fit")
-    declared = encoded or (sig[1] and not sig[5] and (cardinalities is not None or not any(c[0] for c in counts)))
-    names = encoder = None
-    if declared:
-        cards_given = cardinalities
-        if encoded:
-            names, encoder = X.feature_names, X.encoder
-            cards_given = X.cardinalities if cards_given is None else cards_given
-            src = np.asarray(X.codes)
-        else:
-            src = to_numpy(X) if torch.is_tensor(X) else np.asarray(X)
-
-        def check_codes() -> np.ndarray:
-            codes = src
-            if codes.ndim != 2:
-                raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {codes.shape}")
-            if codes.shape[1] == 0:
-                raise ValueError(f"X is empty (shape {codes.shape})")
-            if codes.size and (codes < -1).any():
-                raise ValueError("integer codes must be >= 0, or -1 for missing; found "
-                                 f"{int(codes.min())} (encode raw integer data with tensorprob.encode)")
-            top = codes.max(0).astype(np.int64) if codes.shape[0] else np.full(codes.shape[1], -1, np.int64)
-            if cards_given is not None:
-                cards = np.asarray(cards_given, dtype=np.int64)
-                if cards.shape != (codes.shape[1],):
-                    raise ValueError(f"cardinalities has shape {cards.shape}, expected ({codes.shape[1]},)")
-                small = np.flatnonzero(cards < 1)
-                if small.size:
-                    raise ValueError(f"cardinalities must be >= 1, got {int(cards[small[0]])} for column "
-                                     f"{int(small[0])}")
-                over = np.flatnonzero(top >= cards)
-                if over.size:
-                    raise ValueError(f"column {int(over[0])} has code {int(top[over[0]])} >= its cardinality "
-                                     f"{int(cards[over[0]])}")
-            return top
-
-        top = _distributed.agree(check_codes)
-        codes = src
-        if cards_given is None:
-            cards = np.maximum(np.max(np.stack(_distributed.all_gather(top)), 0), 0) + 1
-        else:
-            cards = np.asarray(cards_given, dtype=np.int64)
-        names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(codes.shape[1])]
-        _check_alphabets(cards, limit)
-    else:
-        enc = encode(X, y, discretizer=discretizer, n_bins=n_bins, missing_values=missing_values, distributed=True)
-        codes, cards, names, encoder = enc.codes, enc.cardinalities, enc.feature_names, enc.encoder
-    target = classes = None
-    if y is not None:
+def _with_label(codes: np.ndarray, cards: np.ndarray, names: list, encoder: Any, y: Any, limit: int,
+                distributed: bool) -> PreparedData:
+    """The prepared data, the codes of the labels (of all ranks' classes when ``distributed``) as the last variable."""
+    if y is None:
+        return PreparedData(_compact(codes, cards), cards, [str(n) for n in names], None, None, encoder)
+    if distributed:
         def check_length() -> None:
             if len(y) != codes.shape[0]:
                 raise ValueError(f"X has {codes.shape[0]} rows but y has {len(y)} labels")
 
         _distributed.agree(check_length)
-        ycodes, classes = _global_labels(y)
-        if classes.size < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}) over all ranks; a label needs at least two "
-                             "classes")
-        if classes.size > limit:
-            raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
-        cards = np.concatenate([cards, [classes.size]])
-        dt = _compact_dtype(cards)
-        codes = np.concatenate([np.asarray(codes).astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
-        names = list(names) + ["y"]
-        target = codes.shape[1] - 1
-    cards = np.asarray(cards, dtype=np.int64)
-    return PreparedData(_compact(np.asarray(codes), cards), cards, list(names), target, classes, encoder)
+        ycodes, classes = global_labels(y)
+        where = " over all ranks"
+    else:
+        ycodes, classes = check_classification_target(y)
+        if ycodes.shape[0] != codes.shape[0]:
+            raise ValueError(f"X has {codes.shape[0]} rows but y has {ycodes.shape[0]} labels")
+        where = ""
+    if classes.size < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}){where}; a label needs at least two classes")
+    if classes.size > limit:
+        raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
+    cards = np.concatenate([cards, [classes.size]]).astype(np.int64)
+    dt = _compact_dtype(cards)
+    codes = np.concatenate([np.asarray(codes).astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
+    return PreparedData(codes, cards, [str(n) for n in names] + ["y"], codes.shape[1] - 1, classes, encoder)
 
 
 def _weight_scale(npos: np.ndarray, total: np.ndarray, distributed: bool = False) -> np.ndarray:
@@ -311,19 +203,7 @@ def _check_weights(sample_weight: Any, n_rows: int, local: bool = False) -> np.n
     """
     if sample_weight is None:
         return np.ones((n_rows, 1))
-    w = to_numpy(sample_weight) if torch.is_tensor(sample_weight) else np.asarray(sample_weight)
-    try:
-        w = w.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"sample_weight must be numeric: {exc}") from exc
-    if w.ndim == 1:
-        w = w[:, None]
-    if w.ndim != 2 or w.shape[0] != n_rows:
-        raise ValueError(f"sample_weight must have shape ({n_rows},) or ({n_rows}, K), got {w.shape}")
-    if not np.isfinite(w).all():
-        raise ValueError("sample_weight contains NaN or infinite values")
-    if (w < 0).any():
-        raise ValueError("sample_weight contains negative values")
+    w = check_weights(sample_weight, n_rows)
     if local:  # one rank's share: rescaled with the totals of all ranks (_global_weight_scale)
         return w
     with np.errstate(over="ignore"):

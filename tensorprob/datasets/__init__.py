@@ -1,5 +1,5 @@
 """Shipped datasets and planted-model generators."""
-from ._chunks import RowChunks, shard_files
+from .._io import RowChunks, shard_files
 from ._shipped import PLANTED_SHAPES, Dataset, list_datasets, load_dataset, load_keel, load_mnist_subset
 from ._synthetic import (
     LatentClassSample,

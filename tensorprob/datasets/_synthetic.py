@@ -10,6 +10,7 @@ import torch
 from .._device import RandomStateLike, make_generator, resolve_device, to_numpy
 from .._docstrings import fill_doc
 from ..information._sampling import sample_from_factors
+from ._dataset import _ALIASES, PLANTED_SHAPES, _finish
 
 _N_SAMPLES = """\
 n_samples : int
@@ -408,8 +409,6 @@ def make_planted(shape: str | tuple[int, int, int, int], *, rank: int = 10, conc
         ``X`` int64 codes (as float64 when ``as_frame`` is False, to match the real sets),
         ``y`` int64 labels; ``metadata`` also holds the true ``weights`` and ``factors``.
     """
-    from ._shipped import _ALIASES, PLANTED_SHAPES, _finish  # the shipped-set table and metadata
-
     if isinstance(shape, str):
         key = _ALIASES.get(shape.lower(), shape.lower())
         if key not in PLANTED_SHAPES:

@@ -1,7 +1,10 @@
 """Discretization of continuous columns: equal-width, equal-frequency and supervised MDL.
 
 The unsupervised strategies delegate to scikit-learn's ``KBinsDiscretizer``; the supervised
-minimum-description-length rule of Fayyad & Irani (1993) is implemented here.
+minimum-description-length rule of Fayyad & Irani (1993) is implemented here. Cut points are
+computed from a :class:`~tensorprob.encoding._numbers.NumberSummary` of the columns (the range
+for equal widths, the finite values for equal frequencies and MDL), so that the rows of one
+process, of several processes and of row chunks are cut by the same code (:func:`edges_of`).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
 from .._params import CachedParamNames
+from ._numbers import NumberSummary, sample_cap
 
 _STRATEGIES = ("uniform", "quantile", "mdl")
 
@@ -107,7 +111,7 @@ def mdl_cut_points(x: np.ndarray, y: np.ndarray, max_bins: int | None = None) ->
     limit = np.inf if max_bins is None else max_bins - 1
     while heap and len(cuts) < limit:
         _, a, b, j = heapq.heappop(heap)
-        cuts.append(0.5 * (xs[j - 1] + xs[j]))
+        cuts.append(0.5 * xs[j - 1] + 0.5 * xs[j])  # halves first: no overflow near the largest floats
         for lo, hi in ((a, j), (j, b)):
             s = best_split(lo, hi)
             if s is not None:
@@ -151,8 +155,11 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, Base
 
     Notes
     -----
-    NaN becomes code -1 (missing); infinite values are an error. Constant columns get a
-    single bin (code 0). Values outside the fitted range go to the end bins.
+    NaN becomes code -1 (missing). ``+inf`` and ``-inf`` are values beyond every finite one:
+    they fall into the last and the first bin, and the cut points are computed from the finite
+    values only (a column without a finite value gets one bin). Constant columns get a single
+    bin (code 0). Values outside the fitted range go to the end bins. Equal widths are computed
+    without overflow for ranges wider than the largest float (values near +/-1.8e308).
 
     References
     ----------
@@ -183,64 +190,9 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, Base
     def _validate_X(self, X: Any, reset: bool, min_samples: int = 1) -> np.ndarray:
         if hasattr(X, "detach"):  # torch tensor (any device)
             X = X.detach().cpu().numpy()
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset,
+        # infinite values are the extreme bins; NaN is missing
+        return validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=reset,
                              ensure_min_samples=min_samples)
-
-    def _fit_distributed(self, X: Any, y: Any) -> Discretizer:
-        """:meth:`fit` on this rank's rows with the cut points of the rows of all ranks.
-
-        Equal-width edges depend on the column minimum and maximum only: the ranks reduce
-        them and fit on those two values, which gives the single-process edges exactly.
-        Equal-frequency and MDL edges need the values themselves: every rank gathers the
-        finite values of each varying column (and, for MDL, their class codes against the
-        classes of all ranks) and fits on them, exactly as one process on all the rows,
-        at the price of one copy of those columns on every rank.
-        """
-        from .. import _distributed
-
-        X = _distributed.agree(lambda: self._validate_X(X, reset=True, min_samples=0))
-        _distributed.check_same("number of columns to discretize", X.shape[1])
-        y_codes = None
-        if self.strategy == "mdl":
-            if y is None:
-                raise ValueError("strategy='mdl' is supervised: pass the class labels y")
-            from ..cpd._validation import _global_labels
-
-            y_arr = np.asarray(y.detach().cpu().numpy() if hasattr(y, "detach") else y)
-
-            def check_length() -> None:
-                if y_arr.shape[0] != X.shape[0]:
-                    raise ValueError(f"X has {X.shape[0]} rows but y has {y_arr.shape[0]} labels")
-
-            _distributed.agree(check_length)
-            y_codes, _ = _global_labels(y_arr)
-        finite = np.isfinite(X)
-        lo = np.where(finite, X, np.inf).min(0, initial=np.inf)
-        hi = np.where(finite, X, -np.inf).max(0, initial=-np.inf)
-        ext = np.stack(_distributed.all_gather(np.stack([lo, hi])))  # (ranks, 2, N)
-        lo, hi = ext[:, 0].min(0), ext[:, 1].max(0)
-        varying = np.flatnonzero(hi > lo)
-        edges: list[np.ndarray] = [np.empty(0) for _ in range(X.shape[1])]
-        if self.strategy == "uniform":  # equal widths need only the global range
-            for j, e in zip(varying, _uniform_edges(lo[varying], hi[varying], int(self.n_bins))):
-                edges[j] = e
-        else:
-            mine = [(X[finite[:, j], j], None if y_codes is None else y_codes[finite[:, j]]) for j in varying]
-            every = _distributed.all_gather(mine)
-            for i, j in enumerate(varying):
-                xs = np.concatenate([part[i][0] for part in every])
-                if self.strategy == "mdl":
-                    edges[j] = mdl_cut_points(xs, np.concatenate([part[i][1] for part in every]), self.n_bins)
-                    continue
-                kb = KBinsDiscretizer(n_bins=int(self.n_bins), encode="ordinal", strategy="quantile",
-                                      subsample=None, quantile_method="averaged_inverted_cdf")
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # bins too small / removed: reported through n_bins_
-                    kb.fit(xs[:, None])
-                edges[j] = np.asarray(kb.bin_edges_[0][1:-1], dtype=np.float64)
-        self.bin_edges_ = edges
-        self.n_bins_ = np.array([e.size + 1 for e in edges], dtype=np.int64)
-        return self
 
     @fill_doc(**_DISCRETIZE_FRAGMENTS)
     @_fit_context(prefer_skip_nested_validation=True)
@@ -258,51 +210,46 @@ class Discretizer(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, Base
         """
         if self.n_bins is None and self.strategy != "mdl":
             raise ValueError(f"n_bins=None is only allowed with strategy='mdl', got strategy={self.strategy!r}")
-        from .._distributed import active
+        from .. import _distributed
 
-        if active(self.distributed):
-            return self._fit_distributed(X, y)
-        X = self._validate_X(X, reset=True)
+        dist = _distributed.active(self.distributed)
+        if dist:  # a rank may hold no rows
+            X = _distributed.agree(lambda: self._validate_X(X, reset=True, min_samples=0))
+            _distributed.check_same("number of columns to discretize", X.shape[1])
+        else:
+            X = self._validate_X(X, reset=True)
+        labels = None
         if self.strategy == "mdl":
             if y is None:
                 raise ValueError("strategy='mdl' is supervised: pass the class labels y")
-            y = np.asarray(y)
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
-            _, y_codes = np.unique(y, return_inverse=True)
-            y_codes = y_codes.ravel()
-        finite = np.isfinite(X)
-        lo = np.where(finite, X, np.inf).min(0)
-        hi = np.where(finite, X, -np.inf).max(0)
-        varying = hi > lo  # constant and all-NaN columns get one bin
-        edges: list[np.ndarray] = [np.empty(0) for _ in range(X.shape[1])]
-        if self.strategy == "mdl":
-            for j in np.flatnonzero(varying):
-                ok = finite[:, j]
-                edges[j] = mdl_cut_points(X[ok, j], y_codes[ok], self.n_bins)
-        elif self.strategy == "uniform":  # equal widths need only each column's range (of its finite values)
-            cols = np.flatnonzero(varying)
-            for j, e in zip(cols, _uniform_edges(lo[cols], hi[cols], int(self.n_bins))):
-                edges[j] = e
-        else:
-            # all complete columns in one KBinsDiscretizer call, columns with NaN one by one
-            complete = varying & finite.all(0)
-            groups = [np.flatnonzero(complete)] + [np.array([j]) for j in np.flatnonzero(varying & ~complete)]
-            for cols in groups:
-                if cols.size == 0:
-                    continue
-                ok = finite[:, cols[0]] if cols.size == 1 else slice(None)
-                kb = KBinsDiscretizer(n_bins=int(self.n_bins), encode="ordinal", strategy=self.strategy,
-                                      subsample=None, **({"quantile_method": "averaged_inverted_cdf"}
-                                                         if self.strategy == "quantile" else {}))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # bins too small / removed: reported through n_bins_
-                    kb.fit(X[ok][:, cols] if cols.size == 1 else X[:, cols])
-                for j, e in zip(cols, kb.bin_edges_):
-                    edges[j] = np.asarray(e[1:-1], dtype=np.float64)
+            labels = np.asarray(y.detach().cpu().numpy() if hasattr(y, "detach") else y)
+
+            def check_length() -> None:
+                if labels.shape[0] != X.shape[0]:
+                    raise ValueError(f"X has {X.shape[0]} rows but y has {labels.shape[0]} labels")
+
+            _distributed.agree(check_length) if dist else check_length()
+        summary = NumberSummary.of(X, labels, sample=self.strategy != "uniform")
+        if dist:  # the ranks' summaries in rank order (one all-gather): the rows one process would see
+            from .._config import get_config
+
+            cap = sample_cap(X.shape[1], get_config()["memory_budget"])
+            (summary, n_rows), *rest = _distributed.all_gather((summary, int(X.shape[0])))
+            for part, m in rest:
+                summary, n_rows = summary.combine(part, cap, shift=n_rows), n_rows + m
+        return self._set_edges(edges_of(summary, self.strategy, self.n_bins))
+
+    def _set_edges(self, edges: list[np.ndarray]) -> Discretizer:
         self.bin_edges_ = edges
         self.n_bins_ = np.array([e.size + 1 for e in edges], dtype=np.int64)
         return self
+
+    @classmethod
+    def _of_summary(cls, summary: NumberSummary, n_bins: int | None, strategy: str) -> Discretizer:
+        """A discretizer fitted to the rows that ``summary`` describes (the encoder's continuous columns)."""
+        out = cls(n_bins=n_bins, strategy=strategy)._set_edges(edges_of(summary, strategy, n_bins))
+        out.n_features_in_ = len(out.bin_edges_)
+        return out
 
     @fill_doc(**_DISCRETIZE_FRAGMENTS)
     def transform(self, X: Any) -> np.ndarray:
@@ -379,6 +326,65 @@ def discretize(X: Any, n_bins: int | None = 5, strategy: str = "uniform", y: Any
     return Discretizer(n_bins=n_bins, strategy=strategy, distributed=distributed).fit_transform(X, y)
 
 
+def edges_of(summary: NumberSummary, strategy: str, n_bins: int | None) -> list[np.ndarray]:
+    """The inner cut points of every column that ``summary`` describes, by ``strategy``.
+
+    Equal widths need each column's finite range only; equal frequencies and MDL need the
+    finite values (and, for MDL, their labels) of ``summary.samples``. A column without two
+    distinct finite values gets no cut point (one bin).
+    """
+    n = summary.lo.size
+    edges: list[np.ndarray] = [np.empty(0) for _ in range(n)]
+    varying = np.flatnonzero(summary.hi > summary.lo)
+    if strategy == "uniform":
+        for j, e in zip(varying, _uniform_edges(summary.lo[varying], summary.hi[varying], int(n_bins))):
+            edges[j] = e
+    elif strategy == "quantile":
+        for j, e in zip(varying, _quantile_edges([summary.samples[j].values for j in varying], int(n_bins))):
+            edges[j] = e
+    else:
+        for j in varying:
+            s = summary.samples[j]
+            try:
+                _, y_codes = np.unique(s.labels, return_inverse=True)
+            except TypeError:  # labels of several types: their text tells the classes apart
+                _, y_codes = np.unique(s.labels.astype(str), return_inverse=True)
+            edges[j] = mdl_cut_points(s.values, y_codes.ravel(), n_bins)
+    return edges
+
+
+def _quantile_edges(values: list[np.ndarray], n_bins: int) -> list[np.ndarray]:
+    """Equal-frequency cut points of each array of finite values, as scikit-learn's ``KBinsDiscretizer`` makes them.
+
+    Arrays of the same length go through one ``KBinsDiscretizer`` call (it cuts every column on
+    its own). A range wider than the largest float is cut on the values divided by a power of
+    two (exact), so that the averaged quantiles cannot overflow.
+    """
+    out: list[np.ndarray | None] = [None] * len(values)
+    groups: dict[int, list[int]] = {}
+    for i, v in enumerate(values):
+        groups.setdefault(v.size, []).append(i)
+    for idx in groups.values():
+        V = np.stack([values[i] for i in idx], axis=1)
+        with np.errstate(over="ignore"):
+            wide = ~np.isfinite(V.max(0) - V.min(0))
+        scale = np.ones(V.shape[1])
+        scale[wide] = _power_of_two_above(np.abs(V[:, wide]).max(0))
+        kb = KBinsDiscretizer(n_bins=n_bins, encode="ordinal", strategy="quantile", subsample=None,
+                              quantile_method="averaged_inverted_cdf")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # bins too small / removed: reported through n_bins_
+            kb.fit(V / scale if wide.any() else V)
+        for k, i in enumerate(idx):
+            out[i] = np.asarray(kb.bin_edges_[k][1:-1], dtype=np.float64) * scale[k]
+    return out
+
+
+def _power_of_two_above(m: np.ndarray) -> np.ndarray:
+    """A power of two at least half of ``m`` (> 0): ``m`` divided by it lies in [0.5, 2), exactly."""
+    return np.ldexp(1.0, np.frexp(m)[1] - 1)
+
+
 def _uniform_edges(lo: np.ndarray, hi: np.ndarray, n_bins: int) -> list[np.ndarray]:
     """The inner cut points of ``n_bins`` equal-width bins of every range [lo, hi] (lo < hi).
 
@@ -386,13 +392,22 @@ def _uniform_edges(lo: np.ndarray, hi: np.ndarray, n_bins: int) -> list[np.ndarr
     ``KBinsDiscretizer(strategy="uniform")`` computes them, evaluated for all columns at once:
     ``start + i * step`` elementwise, the same floating-point operations as the per-column
     calls (checked in the tests), except where a step underflows to 0, which NumPy then
-    computes another way for the whole array: those ranges go one by one.
+    computes another way for the whole array: those ranges go one by one. A range whose width
+    ``hi - lo`` overflows (values near +/-1.8e308) is cut on ``lo / s`` and ``hi / s`` for ``s``
+    a power of two (exact), and the cut points are scaled back.
     """
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     if lo.size == 0:
         return []
     if n_bins < 2:
         return [np.empty(0) for _ in range(lo.size)]
+    with np.errstate(over="ignore"):
+        wide = ~np.isfinite(hi - lo)
+    if wide.any():  # the same cut points of the ranges scaled into [-1, 1], scaled back
+        s = np.ones(lo.size)
+        s[wide] = _power_of_two_above(np.maximum(np.abs(lo[wide]), np.abs(hi[wide])))
+        out = _uniform_edges(lo / s, hi / s, n_bins)
+        return [e * s[j] for j, e in enumerate(out)]
     tiny = (hi - lo) / n_bins == 0
     grid = np.linspace(np.where(tiny, 0.0, lo), np.where(tiny, 1.0, hi), n_bins + 1, axis=1)
     out = [row[1:-1].copy() for row in grid]
@@ -402,12 +417,13 @@ def _uniform_edges(lo: np.ndarray, hi: np.ndarray, n_bins: int) -> list[np.ndarr
 
 
 def _bin_codes(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
-    """Bin codes of X (M, N): the number of cut points at or below each value, -1 where it is not finite.
+    """Bin codes of X (M, N): the number of cut points at or below each value, -1 where it is NaN.
 
     ``np.searchsorted(edges[j], X[:, j], side="right")`` for every column (as scikit-learn's
     ``KBinsDiscretizer.transform``), as one comparison of every value with the i-th cut point
     of its column per i (the cut points padded with NaN, which no value reaches), summed
-    in place, in row blocks of about 8 MiB of values.
+    in place, in row blocks of about 8 MiB of values. ``+inf`` reaches every cut point (the
+    last bin), ``-inf`` none (the first).
     """
     M, N = X.shape
     out = np.zeros((M, N), dtype=np.int64)
@@ -420,5 +436,5 @@ def _bin_codes(X: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
         block, acc = X[a:a + step], out[a:a + step]
         for i in range(width):
             acc += block >= E[i]
-    out[~np.isfinite(X)] = -1
+    out[np.isnan(X)] = -1
     return out

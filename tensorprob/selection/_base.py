@@ -134,7 +134,7 @@ class _BaseSelector(SelectorMixin, CachedParamNames, BaseEstimator, metaclass=AB
         sorted union of every rank's classes. A rank may hold zero rows.
         """
         from .. import _distributed
-        from ..cpd._validation import _global_labels
+        from ..encoding._labels import global_labels
 
         name = type(self).__name__
 
@@ -153,7 +153,7 @@ class _BaseSelector(SelectorMixin, CachedParamNames, BaseEstimator, metaclass=AB
         total = sum(_distributed.all_gather(n_samples))
         if total < self._min_samples:
             raise ValueError(f"{name} needs at least {self._min_samples} samples over all ranks, got {total}")
-        y_codes, classes = _global_labels(y)
+        y_codes, classes = global_labels(y)
         if classes.size < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}) over all ranks: one class carries no "
                              "information; feature selection needs at least two")
@@ -340,7 +340,7 @@ class _BaseSelector(SelectorMixin, CachedParamNames, BaseEstimator, metaclass=AB
 
     def _stream_input(self, X: Any, y: Any, sample_weight: Any, resamples: Any) -> Any:
         """``X`` as RowChunks when it is streamed (checking the other arguments), else None."""
-        from ..cpd._chunked import as_chunks, is_streamed
+        from .._io import as_chunks, is_streamed
 
         if not is_streamed(X):
             return None
@@ -422,8 +422,10 @@ class CodedSelector(_BaseSelector):
         import scipy.sparse as sp
 
         name = type(self).__name__
-        if isinstance(X, Encoded):  # codes already (-1 missing): the encoder takes them as they are
-            self._check_X(np.asarray(X.codes))
+        if isinstance(X, Encoded):  # codes already (-1 missing), checked again: the encoder takes them as they are
+            X = X.checked()
+            if X.shape[1] == 0:
+                raise ValueError(f"0 feature(s) (shape=({X.shape[0]}, 0)) while a minimum of 1 is required.")
             return X
         if sp.issparse(X):
             raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray())")
@@ -457,14 +459,15 @@ class CodedSelector(_BaseSelector):
             raise ValueError(f"{type(self).__name__}: discretizer='mdl' learns its cut points from the labels of all "
                              "rows, including those the sample weights leave out; discretize per weight vector "
                              "(or pass tp.Encoded codes) instead")
-        names = np.asarray([str(c) for c in X.columns], dtype=object) if hasattr(X, "columns") else None
-        # distributed: categories and bin edges from all ranks' rows, so every rank codes alike
-        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins,
+        # distributed: categories and bin edges from all ranks' rows, so every rank codes alike;
+        # integral numeric columns keep their values only while the rows suffice (max_categories="auto")
+        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
                                 missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
         # fit_transform's scikit-learn wrappers (output container, a nested validation this fit's
         # context skips anyway: the encoder's parameters are the selector's, validated) cost 65 us
         codes = self.encoder_._fit(X, y_codes, None)
         self.n_features_in_ = codes.shape[1]
+        names = getattr(self.encoder_, "feature_names_in_", None)  # scikit-learn's rule: string names only
         if names is not None:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
@@ -526,8 +529,9 @@ class GreedySelector(CodedSelector):
     def _fit_stream(self, chunks: Any) -> tuple[list[int], list[float]]:
         """Select from row chunks, in two passes and then counts over blocks of spilled rows.
 
-        Pass 1 (:func:`~tensorprob.cpd._chunked.learn_encoding`, the one the out-of-core CPD
-        fits use) learns the encoding and the classes. Pass 2 codes each chunk and spills its
+        Pass 1 (:func:`~tensorprob._io.learn_encoding`, the one the out-of-core CPD fits use)
+        learns the encoding and the classes. Pass 2 (checked against pass 1: a source that
+        changed between the passes raises) codes each chunk and spills its
         codes (feature-major), class codes and weights to temporary files
         (:class:`~tensorprob.counting._spill.SpilledRows`, removed when the fit ends, also on
         error; under ``RowChunks.spill_dir`` when set). The greedy run then counts over blocks of
@@ -537,23 +541,22 @@ class GreedySelector(CodedSelector):
         counts are those of the fit on the concatenated rows.
         """
         from .._distributed import agree, all_reduce_sum
+        from .._io import learn_encoding
         from ..counting._spill import SpilledRows, default_block_rows
-        from ..cpd._chunked import learn_encoding
-        from ..encoding._encode import _compact_dtype
+        from ..encoding._codes import _compact_dtype
         from ._greedy import greedy_forward
 
         name = type(self).__name__
-        enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins,
-                             missing_values=getattr(self, "missing_values", None), declared_codes=False,
-                             distributed=self._dist_on)
+        enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
+                             missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
         if enc.classes is None:
             raise ValueError(f"{name} requires labels: give each chunk as (X, y) or (X, y, sample_weight), or read "
                              "Parquet files with RowChunks.from_parquet(path, target=...)")
         self.encoder_ = enc.encoder
         self.classes_ = enc.classes
         self.n_features_in_ = enc.n_features
-        if enc.columns is not None:
-            self.feature_names_in_ = np.asarray(enc.columns, dtype=object)
+        if enc.feature_names_in is not None:
+            self.feature_names_in_ = enc.feature_names_in
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         k = self._resolve_k(enc.n_features)
@@ -564,7 +567,7 @@ class GreedySelector(CodedSelector):
         with SpilledRows(enc.n_rows_local, enc.n_features, codes_dtype, y_dtype, enc.weighted, block_rows,
                          directory=getattr(chunks, "spill_dir", None)) as rows:
             def spill() -> None:
-                for i, (Xc, yc, wc) in enumerate(chunks):
+                for i, Xc, yc, wc in enc.replay(chunks):
                     coded = enc.code(i, Xc, yc, wc, codes_dtype)
                     if coded is None:
                         continue
@@ -574,9 +577,6 @@ class GreedySelector(CodedSelector):
                                          "sets; a selection takes one weight per row (resamples are not "
                                          "available for streamed X)")
                     rows.append(codes, y_codes, None if W is None else W[:, 0])
-                if rows.n_rows != enc.n_rows_local:
-                    raise ValueError(f"the chunks held {enc.n_rows_local} rows in the first pass and {rows.n_rows} "
-                                     "in the second: they changed between the passes")
 
             agree(spill) if self._dist_on else spill()
             if enc.weighted:

@@ -217,6 +217,40 @@ def _pick(scores: torch.Tensor, available: torch.Tensor,
     return int(got[0]), got[1], check is not None and got[2] != 0.0
 
 
+#: More candidates than this tied at the maximum of a selection step make its order arbitrary (a warning).
+SATURATED_TIES = 10
+
+
+def warn_if_saturated(name: str, scores: torch.Tensor, available: torch.Tensor) -> None:
+    """Warn when more than :data:`SATURATED_TIES` candidates tie at the maximum of a step's scores.
+
+    ``scores`` (N,) or (B, N) are the scores of one step (of each of B selections) and
+    ``available`` the candidates of that step; ties are those of the greedy rule
+    (:func:`tie_tolerance`). Many exact ties at the maximum mean that the tables saturate:
+    with too few rows per cell every candidate explains the classes perfectly, and the pick
+    among them (the lowest index) says nothing. One warning per call, for the worst selection.
+    """
+    s = scores.detach().to("cpu", torch.float64).reshape(-1, scores.shape[-1]).numpy()
+    a = available.detach().cpu().reshape(s.shape).numpy()
+    s = np.where(a & ~np.isnan(s), s, -math.inf)
+    m = s.max(1, keepdims=True)
+    if not np.isfinite(m).any():
+        return
+    tied = ((s >= m - _TOL.get(scores.dtype, 1e-12) * np.maximum(np.abs(m), 1.0)) & np.isfinite(m)).sum(1)
+    b = int(np.argmax(tied))
+    if tied[b] <= SATURATED_TIES:
+        return
+    import warnings
+
+    from ..encoding._columns import _outside_stacklevel
+
+    warnings.warn(f"{name}: the selection's scores saturate: {int(tied[b])} of {int(a[b].sum())} candidate features "
+                  f"tie at the maximum ({float(m[b, 0]):.6g}) of the last step, so their order is arbitrary (ties go "
+                  "to the lowest index). Its tables have too few rows per cell to tell the features apart: use "
+                  "fewer bins or categories (n_bins, tensorprob.config_context(min_cell_count=...)) or more rows",
+                  UserWarning, stacklevel=_outside_stacklevel())
+
+
 def static_order(values: np.ndarray, available: np.ndarray, k: int, tol: float) -> list[int]:
     """The first ``k`` picks of the greedy rule of :func:`_pick` on scores that never change.
 
@@ -307,6 +341,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
             selected += static_order(raw, ~obs, k - len(selected), tol)
         for j in selected:
             criterion.update(j)
+        warn_if_saturated(criterion.name, s, available)
         return selected, [float(raw[j]) for j in selected]
     selected, scores = [], []
     first = True
@@ -338,6 +373,10 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
         scores.append(value)
         bar.update()
     bar.close()
+    if selected:  # the candidates of the last step: those left and its pick
+        last = available.clone()
+        last[j] = True
+        warn_if_saturated(criterion.name, s, last)
     return selected, scores
 
 
@@ -428,4 +467,9 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
                 batch.finished(b)
         bar.update()
     bar.close()
+    if it:  # the last step of the members still selecting then (their picks given back)
+        last = available.index_select(0, idx).clone()
+        for r, (b, jj) in enumerate(zip(active, js)):
+            last[r, jj] = True
+        warn_if_saturated(criteria[0].name, S, last)
     return selected, scores
