@@ -367,6 +367,49 @@ def test_spill_files_removed_on_error(tmp_path):
     assert _spill_dirs(tmp_path) == []
 
 
+def _changing(kind, X, y):
+    """A source whose second pass differs from its first: fewer, more or other rows, or another number of chunks."""
+    calls = []
+
+    def source():
+        calls.append(1)
+        parts = [(X[:300], y[:300]), (X[300:600], y[300:600])]
+        if len(calls) > 1:
+            if kind == "fewer rows":
+                parts[1] = (X[300:400], y[300:400])
+            elif kind == "more rows":
+                parts[1] = (X[300:700], y[300:700])
+            elif kind == "other values":  # as many rows, other ones
+                parts[1] = (X[600:900], y[600:900])
+            elif kind == "other labels":
+                parts[1] = (X[300:600], y[300:600][::-1])
+            elif kind == "one chunk more":
+                parts.append((X[600:700], y[600:700]))
+            else:  # one chunk fewer
+                parts = parts[:1]
+        yield from parts
+
+    return source
+
+
+CHANGES = ["fewer rows", "more rows", "other values", "other labels", "one chunk more", "one chunk fewer"]
+
+
+@pytest.mark.parametrize("storage", ["table", "spill", "auto"])
+@pytest.mark.parametrize("kind", CHANGES)
+def test_a_source_that_changes_between_the_passes_is_an_error(kind, storage, tmp_path):
+    """Before: fitted on the rows of the second pass and reported the first pass's n_rows_ (issue 42, item 2)."""
+    X, y = _distinct_planted(900)
+    options = {"max_distinct_rows": 100} if storage == "auto" else {}  # "auto" spills on the way
+    chunks = RowChunks(_changing(kind, X, y), storage=storage, spill_dir=tmp_path, block_rows=128, **options)
+    with pytest.raises(ValueError, match="changed between the passes"):
+        tp.fit_cpd(chunks, rank=2, **KWS)
+    assert _spill_dirs(tmp_path) == []  # the files of a spill are removed on the error
+    raw = pd.DataFrame(X[:, :4].astype(float)).set_axis(list("abcd"), axis=1)  # raw data: the encoder's path
+    with pytest.raises(ValueError, match="changed between the passes"):
+        tp.fit_cpd(RowChunks(_changing(kind, raw.to_numpy() + 0.5, y), storage=storage, **options), rank=2, **KWS)
+
+
 def test_select_rank_refuses_streamed_data():
     X, y = _codes()
     with pytest.raises(TypeError, match="select_rank takes data in memory"):

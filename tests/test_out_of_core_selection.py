@@ -273,6 +273,22 @@ def test_memory_is_bounded_by_a_chunk_and_a_block(tmp_path, monkeypatch, dtype):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("kind", ["fewer rows", "more rows", "other values", "other labels", "one chunk more",
+                                  "one chunk fewer"])
+def test_a_source_that_changes_between_the_passes_is_an_error(kind, tmp_path, monkeypatch):
+    """The check every multi-pass reader shares (before: only another total number of rows was seen)."""
+    from test_out_of_core import _changing
+
+    X, y = _planted(n=900)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(ValueError, match="changed between the passes"):
+        tp.JMI(k=3).fit(RowChunks(_changing(kind, X, y)))
+    df = pd.DataFrame(X.astype(float) + 0.5, columns=[f"f{j}" for j in range(X.shape[1])])
+    with pytest.raises(ValueError, match="changed between the passes"):
+        tp.CMIM(k=3).fit(RowChunks(_changing(kind, df.to_numpy(), y)))
+    assert os.listdir(tmp_path) == []
+
+
 # --- errors ---------------------------------------------------------------------------------------------
 
 
