@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import warnings
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from test_out_of_core import _pieces
 
 import tensorprob as tp
 from tensorprob.datasets import RowChunks
@@ -48,12 +48,6 @@ def _frame(n=900, seed=0):
     df.loc[rng.random(n) < 0.05, "d"] = pd.NA
     df.loc[rng.random(n) < 0.05, "f"] = None
     return df, np.array(["no", "yes", "maybe"])[z]
-
-
-def _pieces(n, sizes):
-    cuts = np.cumsum([0, *sizes])
-    assert cuts[-1] == n
-    return [slice(a, b) for a, b in itertools.pairwise(cuts)]
 
 
 def _same_encoder(a, b):

@@ -185,7 +185,7 @@ def test_errors():
     df, lab = _frame(300)
     from sklearn.preprocessing import KBinsDiscretizer
 
-    with pytest.raises(ValueError, match="discretizer object cannot be fitted on row chunks.*'a'"):
+    with pytest.raises(ValueError, match=r"discretizer object cannot be fitted on row chunks.*'a'"):
         tp.fit_cpd(RowChunks([(df, lab)]), rank=2, discretizer=KBinsDiscretizer(encode="ordinal"), **KW)
     # without continuous columns the discretizer does not matter
     ref = tp.fit_cpd(df[["b", "c"]], y=lab, rank=2, discretizer=KBinsDiscretizer(encode="ordinal"), **KW)

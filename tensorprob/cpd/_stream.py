@@ -29,8 +29,8 @@ import torch
 from .. import _distributed
 from .._config import get_config
 from .._device import to_numpy
-from ..counting import unique_rows
 from .._io import RowChunks, as_chunks, learn_encoding
+from ..counting import unique_rows
 from ..counting._spill import TempFiles
 from ..encoding._codes import _compact_dtype
 from ._validation import PreparedData, _check_alphabets, _plain, _weight_scale

@@ -18,7 +18,6 @@ from ._dataset import _ALIASES, PLANTED_SHAPES, Dataset, _finish
 from ._mat import PAPER_MAT_SETS, data_directory, find_mat, is_mat_path, mat_set_name, read_mat
 from ._synthetic import make_planted
 
-
 _SKLEARN = {
     "digits": ("load_digits", "8x8 handwritten digits (UCI optdigits test part), pixel counts 0..16"),
     "breast_cancer": ("load_breast_cancer", "Wisconsin diagnostic breast cancer, 30 real features"),

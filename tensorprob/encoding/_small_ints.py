@@ -15,6 +15,7 @@ import torch
 from .._config import get_config
 from .._device import chunk_rows, halving_reduce
 
+
 def _small_int_array(X: Any, limit: int, work: type) -> tuple[_Categories, np.ndarray] | None:
     """Encode every column of a 2-D integer array of small range at once: the categories of each.
 

@@ -39,7 +39,6 @@ from ._columns import (
     _key,
     _numeric_view,
     _object_categories,
-    _preview,
     _sort_keys,
     _unique_inverse,
     _user_missing,
@@ -61,11 +60,8 @@ def row_limit(n_rows: int, n_classes: int, n_bins: int, limit: int, min_count: f
     """
     if min_count <= 0:
         return int(limit)
-    by_rows = int(math.isqrt(int(n_rows // max(1.0, n_classes * float(min_count))))) if n_rows > 0 else 0
-    # isqrt of the floor equals the floor of the square root of n_rows / (C m) for integral C m;
-    # a fractional min_count is rounded with the float square root instead
-    if n_classes * float(min_count) != int(n_classes * float(min_count)):
-        by_rows = int(math.floor(math.sqrt(n_rows / (n_classes * float(min_count)))))
+    # floor(sqrt(x)) = isqrt(floor(x)): the largest k with k * k <= x, in integers
+    by_rows = math.isqrt(math.floor(n_rows / (max(1, n_classes) * float(min_count))))
     return int(min(limit, max(n_bins, by_rows)))
 
 
@@ -515,4 +511,4 @@ def _check_limit(name: str, size: int, limit: int, exact: bool = True) -> None:
                          "with tensorprob.config_context(max_categories=...) or pass max_categories")
 
 
-__all__ = ["ColumnCodes", "Decision", "Read", "Summary", "decide", "gather", "row_limit", "summarize", "_preview"]
+__all__ = ["ColumnCodes", "Decision", "Read", "Summary", "decide", "gather", "row_limit", "summarize"]

@@ -469,7 +469,7 @@ def greedy_forward_batched(criteria: list[Criterion], batch, k: int) -> tuple[li
     bar.close()
     if it:  # the last step of the members still selecting then (their picks given back)
         last = available.index_select(0, idx).clone()
-        for r, (b, jj) in enumerate(zip(active, js)):
+        for r, jj in enumerate(js):
             last[r, jj] = True
         warn_if_saturated(criteria[0].name, S, last)
     return selected, scores
