@@ -60,6 +60,57 @@ def _state() -> dict[str, Any]:
     return _global if cfg is None else cfg
 
 
+def parse_device(device: Any) -> Any:
+    """A ``torch.device`` from ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a device, checked against this machine.
+
+    Raises
+    ------
+    ValueError
+        If CUDA is asked for and not available, or the string is not a device.
+    """
+    import torch
+
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str):
+        try:
+            dev = torch.device(device)
+        except RuntimeError as exc:
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or a torch.device, got {device!r}") from exc
+    else:
+        raise TypeError(f"device must be a string or torch.device, got {type(device).__name__}")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={str(device)!r} was asked for but CUDA is not available on this machine "
+                "(torch.cuda.is_available() is False); use device='cpu' or device='auto'"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA device(s) present")
+    elif dev.type != "cpu":
+        raise ValueError(f"device type {dev.type!r} is not supported; use 'cpu' or 'cuda'")
+    return dev
+
+
+def parse_dtype(dtype: Any) -> Any:
+    """``torch.float32`` or ``torch.float64`` from a name (``"float32"``, ``"single"``, ...) or a dtype."""
+    import torch
+
+    if isinstance(dtype, str):
+        table = {"float32": torch.float32, "float64": torch.float64, "single": torch.float32, "double": torch.float64}
+        if dtype not in table:
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+        return table[dtype]
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
+
+
+def setting(name: str) -> Any:
+    """The current value of one setting (no copy of the configuration: what hot paths read)."""
+    return _state()[name]
+
+
 def get_config() -> dict[str, Any]:
     """Return a copy of the current configuration.
 
@@ -213,18 +264,13 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
     """
     new: dict[str, Any] = {}  # only the values named here change (another thread may set others)
     if device is not None:
-        from ._device import resolve_device
-
-        new["device"] = "auto" if isinstance(device, str) and device == "auto" else str(resolve_device(device))
+        new["device"] = "auto" if isinstance(device, str) and device == "auto" else str(parse_device(device))
     if dtype is not _UNSET:
         if dtype is None:
             new["dtype"] = None
         else:
-            import torch
 
-            from ._device import resolve_dtype
-
-            new["dtype"] = str(resolve_dtype(dtype, torch.device("cpu"))).replace("torch.", "")
+            new["dtype"] = str(parse_dtype(dtype)).replace("torch.", "")
     if cpu_threads is not _UNSET:
         if cpu_threads is not None and (isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int)
                                         or cpu_threads < 1):

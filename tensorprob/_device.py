@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from ._config import get_config
+from ._config import get_config, parse_device, parse_dtype
 
 DeviceLike = str | torch.device | None
 RandomStateLike = None | int | np.integer | np.random.Generator | np.random.RandomState | torch.Generator
@@ -24,6 +24,9 @@ RandomStateLike = None | int | np.integer | np.random.Generator | np.random.Rand
 
 def resolve_device(device: DeviceLike = "auto") -> torch.device:
     """Turn ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device`` into a device.
+
+    ``"auto"`` (or None) takes the configured default (:func:`tensorprob.set_config`), and
+    CUDA when that is ``"auto"`` and a GPU is available.
 
     Raises
     ------
@@ -33,28 +36,9 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
     if device is None or (isinstance(device, str) and device == "auto"):
         default = get_config()["device"]
         if default != "auto":
-            return resolve_device(default)
+            return parse_device(default)
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    if isinstance(device, torch.device):
-        dev = device
-    elif isinstance(device, str):
-        try:
-            dev = torch.device(device)
-        except RuntimeError as exc:
-            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or a torch.device, got {device!r}") from exc
-    else:
-        raise TypeError(f"device must be a string or torch.device, got {type(device).__name__}")
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device={str(device)!r} was asked for but CUDA is not available on this machine "
-                "(torch.cuda.is_available() is False); use device='cpu' or device='auto'"
-            )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA device(s) present")
-    elif dev.type != "cpu":
-        raise ValueError(f"device type {dev.type!r} is not supported; use 'cpu' or 'cuda'")
-    return dev
+    return parse_device(device)
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
@@ -65,16 +49,9 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     if dtype is None:
         default = get_config()["dtype"]
         if default is not None:
-            return resolve_dtype(default, device)
+            return parse_dtype(default)
         return torch.float32 if device.type == "cuda" else torch.float64
-    if isinstance(dtype, str):
-        table = {"float32": torch.float32, "float64": torch.float64, "single": torch.float32, "double": torch.float64}
-        if dtype not in table:
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
-        return table[dtype]
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
-    return dtype
+    return parse_dtype(dtype)
 
 
 @contextmanager

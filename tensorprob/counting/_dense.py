@@ -355,8 +355,7 @@ class AllPairs(Strategy):
         if info is None:
             info = self._info[classes] = table_information(self._tables(classes), d.log_base, d.n_rows)
         N = d.n_features
-        rows = _Rows(info, slice(req.j * N, (req.j + 1) * N))
-        return rows if req.cols is None else _Picked(rows, torch.from_numpy(req.cols).to(d.codes.device))
+        return _Rows(info, slice(req.j * N, (req.j + 1) * N))  # every feature's, whatever the open candidates
 
     def _tables(self, classes: bool) -> torch.Tensor:
         """(x_c, x_j, class) tables of every (j, c), j-major: (N * N, I, I, C); class-free (N * N, I, I, 1)."""
@@ -389,18 +388,6 @@ class _Rows:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._info, name)[self._index]
-
-
-class _Picked:
-    """The entries ``index`` of every quantity of ``info``."""
-
-    def __init__(self, info, index: torch.Tensor) -> None:
-        self._info, self._index = info, index
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._info, name).index_select(0, self._index)
 
 
 def pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torch.Tensor | None,

@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _config
-from .._config import get_config
 
 logger = logging.getLogger("tensorprob.counting")
 
@@ -189,11 +188,12 @@ class CountingPlan(Mapping):
         self._counts: dict[str, dict[str, int]] = {}
         self._last: dict[str, list[tuple[str, float | None, str | None]]] = {}
 
-    def record(self, kind: str, name: str, considered: list[tuple[str, float | None, str | None]]) -> None:
+    def record(self, kind: str, name: str, considered: list[tuple[str, float | None, str | None]] | None) -> None:
         """Add one request of ``kind`` served by ``name``; ``considered``: (strategy, seconds or None, reason or None)."""
         per = self._counts.setdefault(kind, {})
         per[name] = per.get(name, 0) + 1
-        self._last[kind] = considered
+        if considered is not None:
+            self._last[kind] = considered
 
     def merge(self, other: CountingPlan) -> None:
         """Add another plan's counts (a batch's members, a run's parts)."""
@@ -241,6 +241,8 @@ class Planner:
         self._instances: dict[str, Strategy] = {}
         #: requests of each kind the run still expects (strategies that build once spread it over them)
         self.expected: dict[str, int] = {}
+        # the choice per kind and shape of request: a run decides once, not at every step
+        self._chosen: dict[tuple, Strategy] = {}
 
     def strategy(self, name: str) -> Strategy:
         """The run's instance of the strategy ``name`` (made on first use)."""
@@ -250,8 +252,24 @@ class Planner:
         return s
 
     def choose(self, req: Request) -> Strategy:
-        """The strategy that counts ``req`` (see the module notes); records the choice."""
-        mode = check_counting(get_config()["counting"])  # also the environment variable's value
+        """The strategy that counts ``req`` (see the module notes); records the choice.
+
+        The choice is made once per kind and shape of request (the candidates counted, the
+        pick's alphabet, the number of listed pairs to a power of two) and setting.
+        """
+        mode = _config.setting("counting")
+        if mode != "auto":
+            mode = check_counting(mode)  # also the environment variable's value
+        key = (req.kind, mode, _shape(self.data, req))
+        best = self._chosen.get(key)
+        if best is not None:
+            self.plan.record(req.kind, best.name, None)
+            return best
+        best = self._choose(req, mode)
+        self._chosen[key] = best
+        return best
+
+    def _choose(self, req: Request, mode: str) -> Strategy:
         names = [n for n, c in _REGISTRY.items() if req.kind in c.kinds]
         if mode == "reference":
             names = [REFERENCE]
@@ -284,6 +302,10 @@ class Planner:
                          f"; {others}" if others else "")
         return best
 
+    def forget(self) -> None:
+        """Decide anew at the next request of every kind (what the strategies may build has changed)."""
+        self._chosen.clear()
+
     def count(self, req: Request) -> Any:
         """Count ``req`` with the chosen strategy."""
         return self.choose(req).count(req)
@@ -296,3 +318,16 @@ class Planner:
         """One request of ``kind`` was served (what is left expected drops by one)."""
         if self.expected.get(kind):
             self.expected[kind] -= 1
+
+
+def _shape(data: Any, req: Request) -> tuple:
+    """What of a request the estimates depend on, besides its kind."""
+    cols = -1 if req.cols is None else len(req.cols).bit_length()  # the open candidates, to a power of two
+    if req.kind == "pairs":
+        return (int(len(req.cand)).bit_length(),)
+    if req.kind == "members":
+        m = req.batch
+        return (len(m.members), len(set(m.a_cols)), m.card_a, m.classes, m.raw)
+    cards = getattr(data, "cards", None)
+    a = -1 if req.j is None or cards is None else int(cards[req.j])
+    return cols, a

@@ -164,6 +164,7 @@ class SelectionData:
         self.cards = np.full(N, int(cards[0]), dtype=np.int64) if cards.size == 1 and N != 1 else cards
         if self.cards.size != N:
             raise ValueError(f"cards has {self.cards.size} entries for {N} feature columns")
+        self._max_card = int(max(1, self.cards.max(initial=1)))
         # held feature-major (a transposed view of (N, M) memory): every table counts blocks
         # of candidates, and a block is then one contiguous slab instead of a strided read
         # of every row
@@ -177,7 +178,7 @@ class SelectionData:
     @property
     def max_card(self) -> int:
         """Largest cardinality of the features (what dense tables are padded to)."""
-        return int(max(1, self.cards.max(initial=1)))
+        return self._max_card
 
     @property
     def counting_plan(self) -> CountingPlan:
@@ -415,7 +416,7 @@ class SelectionData:
     @property
     def n_features(self) -> int:
         """Number of feature columns N."""
-        return int(self.codes.shape[1])
+        return self.codes.shape[1]
 
     def row_major_codes(self) -> np.ndarray | None:
         """The codes as C-ordered (M, N) NumPy memory: the caller's, or one transposed copy kept.
@@ -691,6 +692,8 @@ class _Scattered:
         if name.startswith("_"):
             raise AttributeError(name)
         v = getattr(self._info, name)
+        if v.shape[0] == self._n:  # a strategy that gave every feature's (the tables of all pairs)
+            return v
         out = v.new_zeros(self._n).index_copy_(0, self._index, v)
         self.__dict__[name] = out  # read once
         return out
