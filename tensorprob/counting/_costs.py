@@ -40,10 +40,10 @@ SORT_SHORT_ROWS = 512
 #: One entry of a longer row (a quicksort), plus ``SORT_LOG_S`` per doubling of the row past ``SORT_SHORT_ROWS``.
 SORT_LONG_S = 3e-9
 SORT_LOG_S = 3.5e-9
-#: One entry of the passes over sorted keys that find the runs (compare, positions).
-RUN_ENTRY_S = 1.5e-9
-#: One entry that continues a run (its rank in the run, looked up and summed).
-RUN_REPEAT_S = 5e-9
+#: One entry of the sums over runs of sorted keys that are mostly distinct (only repeats are read).
+RUN_ENTRY_S = 0.4e-9
+#: One entry of the sums over runs of sorted keys with many repeats (one looked-up value per run).
+RUN_REPEAT_S = 1.5e-9
 
 # ---------------------------------------------------------------- bitsets
 #: One 64-bit word ANDed with another and population-counted (NumPy's bitwise_count).
@@ -79,6 +79,11 @@ PATTERNS_MAX = 16
 GROUPED_MAX_LEVELS = 16
 #: A step counts only the open candidates once at most this fraction of them is open.
 OPEN_FRACTION = 0.75
+#: CMIM's ``lazy="auto"`` counts listed pairs (lazy rounds) above this many features, and every
+#: candidate at every step at or below it, where the tables of all pairs make an eager step a
+#: slice (``benchmarks/bench_alphabets.py``'s CMIM rows; chess, splice and optdigits eager,
+#: madelon, COIL-20, MNIST-5k lazy).
+LAZY_MIN_FEATURES = 128
 #: Bytes of a block of count tables kept in cache (the blocked histograms).
 CACHE_BLOCK_BYTES = 2**20
 

@@ -148,7 +148,11 @@ class Sorted(Strategy):
         n = _n_tables(d, req)
         M = d.n_total
         margins = 2 if req.kind == "relevance" else len(_missing_entropies(req))
-        return (_costs.sort_seconds(n, M) + n * M * (2 * _costs.KEY_S + margins * 3 * _costs.RUN_ENTRY_S)
+        A = 1 if req.kind == "relevance" else d.max_card
+        C = 1 if req.kind == "pair_free" else d.n_classes
+        # mostly distinct keys (more cells than rows) take the cheap pass over the repeats
+        run = _costs.RUN_ENTRY_S if d.max_card * A * C > M else _costs.RUN_REPEAT_S
+        return (_costs.sort_seconds(n, M) + n * M * (2 * _costs.KEY_S + margins * run)
                 + _costs.BLOCK_CALL_S * (n * M // _BLOCK_KEYS + 1))
 
     def count(self, req: Request):

@@ -45,7 +45,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._docstrings import fill_doc
-from ..counting import SelectionData
+from ..counting import SelectionData, _costs
 from ._base import GreedySelector
 from ._docs import SELECTOR_FRAGMENTS
 from ._greedy import Criterion, tie_tolerance
@@ -163,10 +163,6 @@ def jmi_criterion() -> _PairwiseCriterion:
 
 CMIM_VARIANTS = ("brown", "fleuret")
 
-#: ``lazy="auto"`` evaluates lazily on the CPU when one eager step's work, N * (M + cells of a
-#: table), reaches this: below it the per-round overhead of the lazy rounds (a few dozen small
-#: torch operations) costs more than the counting it saves (measured: chess, splice, optdigits).
-LAZY_MIN_WORK = 2**19
 
 
 class CMIMCriterion(_SumsCriterion):
@@ -185,8 +181,9 @@ class CMIMCriterion(_SumsCriterion):
         scores are those of the eager evaluation, which conditions every candidate on every new
         pick (one table count of all candidates per step), up to the rounding of float64 sums
         (the lazy rounds count listed pairs, :meth:`~tensorprob.counting.SelectionData.pairs_information`).
-        ``"auto"``: lazy on the CPU when a step's work reaches :data:`LAZY_MIN_WORK`, eager
-        otherwise, and eager on streamed data, where every lazy round would read all the rows
+        ``"auto"``: lazy on the CPU for more than ``LAZY_MIN_FEATURES`` features
+        (:mod:`~tensorprob.counting._costs`), eager otherwise (few features: every eager step
+        reads the tables of all pairs, counted at once), and eager on streamed data, where every lazy round would read all the rows
         once more (``True`` still evaluates lazily there), and for the members of a batch that
         counts every member's step in one product
         (:attr:`~tensorprob.counting.SelectionData.batch_counts_steps_together`).
@@ -216,8 +213,7 @@ class CMIMCriterion(_SumsCriterion):
             return False
         if data.batch_counts_steps_together:  # one product serves every member's eager step
             return False
-        cells = data.max_card ** 2 * data.n_classes
-        return data.codes.device.type == "cpu" and data.n_features * (data.budget_rows + cells) >= LAZY_MIN_WORK
+        return data.codes.device.type == "cpu" and data.n_features > _costs.LAZY_MIN_FEATURES
 
     def start(self, data: SelectionData) -> None:
         super().start(data)

@@ -1,0 +1,139 @@
+"""Refit the counting planner's cost constants on this machine (``tensorprob/counting/_costs.py``).
+
+    python benchmarks/bench_counting_costs.py            # prints the fitted values, one thread
+    python benchmarks/bench_counting_costs.py --quick    # fewer repeats
+
+Each constant of ``_costs.py`` is the single-core cost of one elementary operation of a counting
+strategy. This script times each operation the way the strategy runs it (the same NumPy / torch
+calls on arrays of the sizes the strategies use), divides by the number of operations, and
+prints the values under the constants' names with the machine, so that they can be pasted into
+``_costs.py``. Median of the repeats; run it on a quiet machine (another process on the cores
+changes every figure).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import Script, machine
+
+SCRIPT = Script("counting_costs", __doc__, default_threads=1)
+
+import numpy as np
+import torch
+
+from tensorprob.counting import _costs
+from tensorprob.counting._bitsets import bitset_pair_tables
+from tensorprob.counting._dense import _block_quantities
+from tensorprob.counting._grouped import grouped_counts
+from tensorprob.counting._sorted import run_sums
+from tensorprob.counting._tables import _xlogx, joint_table, one_hot
+
+
+def seconds(fn, repeats: int) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` calls after one warm-up call."""
+    fn()
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return float(np.median(out))
+
+
+def fit(repeats: int) -> dict[str, float]:
+    rng = np.random.default_rng(0)
+    got: dict[str, float] = {}
+    # histograms: cache-resident and cold bins
+    n = 4_000_000
+    for name, bins in (("SCATTER_S", 1 << 16), ("SCATTER_COLD_S", 1 << 24)):
+        keys = torch.from_numpy(rng.integers(0, bins, n).astype(np.int32))
+        got[name] = seconds(lambda k=keys, b=bins: torch.bincount(k, minlength=b), repeats) / n
+    x = rng.integers(0, 5, (1000, 4000)).astype(np.int8)
+    g = rng.integers(0, 50, 4000).astype(np.int32)
+    got["KEY_S"] = seconds(lambda: np.add(np.multiply(x, 50, dtype=np.int32), g), repeats) / x.size / 2
+    counts = torch.from_numpy(rng.integers(0, 100, (1000, 4000)))
+    L = _xlogx(200, torch.device("cpu"))
+    got["CELL_S"] = seconds(lambda: L.index_select(0, counts.view(-1)).view(1000, -1).sum(1), repeats) / counts.numel()
+    one = torch.zeros(1, dtype=torch.int32)
+    got["BLOCK_CALL_S"] = seconds(lambda: L.index_select(0, torch.bincount(one, minlength=8)).sum(), repeats * 20) * 4
+    T = torch.from_numpy(rng.integers(0, 5, (4, 3, 3, 2)).astype(np.float64))
+
+    class D:
+        log_base, n_rows = 1.0, None
+    got["QUANTITIES_CALL_S"] = seconds(lambda: _block_quantities(T, D, ("mi_xa_b", "cmi_x_b_given_a")), repeats * 20)
+    # grouped comparisons: M N V compares plus calls per group; two shapes, least squares on (compares, calls)
+    shapes = [(4000, 500, 5, 10), (4000, 500, 5, 200), (20000, 100, 9, 10)]
+    A, b = [], []
+    for M, N, V, G in shapes:
+        codes = np.ascontiguousarray(rng.integers(0, V, (M, N)).astype(np.int8))
+        key = rng.integers(0, G, M)
+        t = seconds(lambda c=codes, k=key, G=G, V=V: grouped_counts(c, k, G, V, True), repeats)
+        A.append([M * N * (V - 1), G * 4])
+        b.append(t)
+    coef = np.linalg.lstsq(np.asarray(A, dtype=np.float64), np.asarray(b), rcond=None)[0]
+    got["GROUPED_COMPARE_S"], got["GROUPED_CALL_S"] = max(coef[0], 1e-12), max(coef[1], 1e-7)
+    out = np.empty((200, 5, 784), dtype=np.int64)
+    dst = torch.empty(784, 5, 200, dtype=torch.float64)
+    got["GROUPED_CELL_S"] = seconds(lambda: np.copyto(dst.numpy(), out.transpose(2, 1, 0), casting="same_kind"),
+                                    repeats) / out.size
+    # sorted runs: short rows (sorting networks), long rows (quicksort, log growth)
+    short = rng.integers(0, 20000, (4000, 256)).astype(np.int32)
+    got["SORT_SHORT_S"] = seconds(lambda: np.sort(short, axis=1), repeats) / short.size
+    per = {}
+    for length in (1024, 16384):
+        rows = rng.integers(0, 20000, (max(1, 2_000_000 // length), length)).astype(np.int32)
+        per[length] = seconds(lambda r=rows: np.sort(r, axis=1), repeats) / rows.size
+    log_s = (per[16384] - per[1024]) / math.log2(16384 / 1024)
+    got["SORT_LOG_S"] = max(log_s, 0.0)
+    got["SORT_LONG_S"] = max(per[1024] - got["SORT_LOG_S"] * math.log2(1024 / _costs.SORT_SHORT_ROWS), 0.0)
+    Lx = _xlogx(4096, torch.device("cpu")).numpy()
+    distinct = np.sort(rng.integers(0, 1 << 30, (8000, 250)).astype(np.int32), axis=1)
+    got["RUN_ENTRY_S"] = seconds(lambda: run_sums(distinct, Lx), repeats) / distinct.size
+    dense = np.sort(rng.integers(0, 20, (400, 5000)).astype(np.int32), axis=1)
+    got["RUN_REPEAT_S"] = seconds(lambda: run_sums(dense, Lx), repeats) / dense.size
+    # bitsets: one AND and population count per word
+    N, I, W = 500, 5, 80
+    bits = rng.integers(0, 2**63, (N, I, W), dtype=np.int64).view(np.uint64)
+    tot = rng.integers(0, 100, (N, I))
+    got["BITSET_WORD_S"] = seconds(lambda: bitset_pair_tables(bits, bits[0], tot, tot[0]), repeats) / (N * (I - 1) ** 2 * W)
+    # one-hot products, their call and their one-hot codes
+    a, e = torch.rand(500, 400), torch.rand(500, 4000)
+    got["PRODUCT_MADD_S"] = seconds(lambda: a.T @ e, repeats) / (500 * 400 * 4000)
+    try:
+        a8, e8 = torch.randint(0, 3, (512, 512), dtype=torch.int8), torch.randint(0, 2, (512, 4096), dtype=torch.int8)
+        got["PRODUCT_MADD_INT8_S"] = seconds(lambda: torch._int_mm(a8.T.contiguous(), e8), repeats) / (512 * 512 * 4096)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        got["PRODUCT_MADD_INT8_S"] = _costs.PRODUCT_MADD_INT8_S
+    small = torch.rand(8, 8)
+    got["PRODUCT_CALL_S"] = seconds(lambda: torch.mm(small, small), repeats * 20)
+    codes = torch.from_numpy(rng.integers(0, 5, (5000, 784)).astype(np.int8))
+    got["ONEHOT_S"] = seconds(lambda: one_hot(codes, 5, torch.float32), repeats) / (codes.numel() * 5)
+    got["ONEHOT_INT8_S"] = seconds(lambda: one_hot(codes, 5, torch.int8), repeats) / (codes.numel() * 5)
+    # a member's weighted bincount pass, and the weight patterns' sums
+    fm = codes.T.contiguous().T
+    w = torch.from_numpy(rng.poisson(1.0, 5000).astype(np.float64))
+    y = torch.from_numpy(rng.integers(0, 10, 5000))
+    got["MEMBER_PASS_S"] = seconds(lambda: joint_table(fm, 5, fm[:, 0], 5, y, 10, weights=w, complete=True),
+                                   repeats) / fm.numel()
+    p, t = torch.rand(10, 16, dtype=torch.float64), torch.rand(16, 200000, dtype=torch.float64)
+    got["PATTERN_MADD_S"] = seconds(lambda: p @ t, repeats) / (10 * 16 * 200000)
+    return got
+
+
+def main(argv=None) -> None:
+    ap = SCRIPT.parser(quick="fewer repeats", seed=False)
+    SCRIPT.parse(ap, argv)
+    torch.set_num_threads(1)
+    got = fit(3 if SCRIPT.quick else 9)
+    print(f"# {machine()}, torch {torch.__version__}, numpy {np.__version__}, one thread; commit {SCRIPT.commit}")
+    for name, value in got.items():
+        old = getattr(_costs, name)
+        print(f"{name} = {value:.3g}  # _costs.py: {old:.3g} ({value / old:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
