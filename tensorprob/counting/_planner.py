@@ -324,7 +324,7 @@ def _shape(data: Any, req: Request) -> tuple:
     """What of a request the estimates depend on, besides its kind."""
     cols = -1 if req.cols is None else len(req.cols).bit_length()  # the open candidates, to a power of two
     if req.kind == "pairs":
-        return (int(len(req.cand)).bit_length(),)
+        return (len(req.cand).bit_length(),)
     if req.kind == "members":
         m = req.batch
         return (len(m.members), len(set(m.a_cols)), m.card_a, m.classes, m.raw)
