@@ -138,10 +138,9 @@ def get_config() -> dict[str, Any]:
     return {k: v for k, v in _state().items() if not k.startswith("_")}
 
 
-# The automatic budget on a CUDA device: this fraction of its memory (8.7 GiB of an H200's 140,
-# 5 GiB of an 80 GiB H100, 1.5 GiB of a 24 GiB card), never less than the CPU's default. The
-# default 512 MiB kept the 70,000 x 785 EM from caching its incidence on an H200 and cost 3.5x
-# per iteration (24 ms against 6.8 ms at 8 GiB; benchmarks/results/gpu_cuda.md, 2026-11-26).
+# The automatic budget on a CUDA device: this fraction of its memory, never less than the CPU's
+# default; the CPU's 512 MiB keeps a large EM from caching its incidence on a GPU
+# (``benchmarks/bench_gpu.py``, docs/benchmarks.md).
 DEVICE_SHARE = 1 / 16
 
 
@@ -233,10 +232,9 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
     cpu_threads : int or None, optional
         Torch intra-op threads while a selector's ``fit`` runs on the CPU (default 1); the
         previous count is restored when ``fit`` returns. ``None`` leaves torch's setting
-        (``torch.set_num_threads``). Measured on a 2-core machine (README, "Speed on the
-        CPU"): two threads are 7 % faster than one on a quiet machine (geometric mean over 64
-        runs) but 3.7x slower when another process keeps one core busy (up to 9x), one thread
-        1.3x slower. ``torch.set_num_threads`` is process-wide: selectors fitted at the same
+        (``torch.set_num_threads``). One thread is about as fast as two on a quiet 2-core
+        machine and far steadier when another process keeps a core busy (docs/benchmarks.md,
+        "Threads"). ``torch.set_num_threads`` is process-wide: selectors fitted at the same
         time in several threads of one process should agree on the value. The CPD fits keep
         torch's setting.
     counting : str, optional

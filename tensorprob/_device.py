@@ -109,7 +109,7 @@ def make_generator(random_state: RandomStateLike, device: torch.device) -> torch
 
 # On the CPU, a few elementwise passes over blocks of this many bytes run in cache and reuse
 # the allocator's memory; temporaries of hundreds of MB stream through freshly mapped pages
-# instead (measured 3-10x slower per pass on the 2-core development VM). Accelerators take
+# instead, several times slower per pass. Accelerators take
 # whole memory-budget chunks (fewer kernel launches).
 CPU_BLOCK_BYTES = 4 * 2**20
 
@@ -123,8 +123,8 @@ def block_budget(device: torch.device) -> int:
 def exp_floor(dtype: torch.dtype) -> float:
     """Smallest argument worth passing to ``exp`` in ``dtype``: exp of it is still a normal number.
 
-    The CPU's vector exp takes a slow path for -inf and for subnormal or zero results (measured
-    3-20x per entry on x86), so log-domain terms far below their maximum are clamped here first.
+    The CPU's vector exp takes a slow path for -inf and for subnormal or zero results, so
+    log-domain terms far below their maximum are clamped here first.
     """
     return math.log(torch.finfo(dtype).tiny) + 10.0
 

@@ -8,10 +8,10 @@ from sklearn.datasets import load_wine
 
 import tensorprob as tp
 from tensorprob.evaluation import average_ranks, cv_protocol, holdout_protocol, holm, pairwise_wilcoxon
-from tensorprob.selection import BaseSelector
+from tensorprob.selection import CodedSelector
 
 
-class RecordingSelector(BaseSelector):
+class RecordingSelector(CodedSelector):
     """Picks features by variance rank and records the rows it was fitted on."""
 
     seen: ClassVar[list] = []

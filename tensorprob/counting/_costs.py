@@ -81,8 +81,7 @@ GROUPED_MAX_LEVELS = 16
 OPEN_FRACTION = 0.75
 #: CMIM's ``lazy="auto"`` counts listed pairs (lazy rounds) above this many features, and every
 #: candidate at every step at or below it, where the tables of all pairs make an eager step a
-#: slice (``benchmarks/bench_alphabets.py``'s CMIM rows; chess, splice and optdigits eager,
-#: madelon, COIL-20, MNIST-5k lazy).
+#: slice (``benchmarks/bench_peers.py``'s CMIM rows, eager and lazy).
 LAZY_MIN_FEATURES = 128
 #: Bytes of a block of count tables kept in cache (the blocked histograms).
 CACHE_BLOCK_BYTES = 2**20

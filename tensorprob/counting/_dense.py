@@ -397,12 +397,12 @@ def pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torch
     With ``E`` the one-hot codes (rows x (feature, value); a missing code is a row of zeros, so
     a pair counts only the rows where both are observed), the class-``k`` block of all pair
     tables is ``E_k^T W_k E_k``: a matrix product of (N I)^2 outputs per class instead of M N^2
-    histogram updates (chess, 36 features: about 1 ms against 9). Sums of ones (float32 below
-    2**24 rows) and float64 sums of integral weights are exact: the same counts as the bincounts. Rows are taken in blocks
-    within the memory budget; rows without a class count nowhere.
+    histogram updates. Sums of ones (float32 below 2**24 rows) and float64 sums of integral
+    weights are exact: the same counts as the bincounts. Rows are taken in blocks within the
+    memory budget; rows without a class count nowhere.
 
     ``complete`` unweighted rows (no missing code): ``E`` leaves out every feature's last value,
-    a product of (N (I - 1))^2 outputs (splice's 6 values: 0.69 of the work, chess's 3: 0.44); the
+    a product of (N (I - 1))^2 outputs (a fraction ((I - 1) / I)^2 of the work); the
     cells with a last value are the margins (each class's rows of every (feature, value), and
     its size) minus the counted cells, integers below 2**24 in float32: the same counts.
     """
@@ -419,8 +419,7 @@ def pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torch
     ends = np.cumsum(sizes).tolist()
     step = max(1, min(M, get_config()["memory_budget"] // max(1, 16 * N * I)))
     # E^T W E is symmetric: only the blocks on and above the diagonal are multiplied, then
-    # mirrored (3 blocks: 6 products of a ninth instead of the whole; splice's 300 columns 6.1 ->
-    # 4.5 ms; under 128 columns one product is faster)
+    # mirrored (3 blocks: 6 products of a ninth); under 128 columns one product is faster
     n = N * J
     parts = 1 if n < 128 else 3 if n < 768 else 4
     cuts = [round(i * n / parts) for i in range(parts + 1)]

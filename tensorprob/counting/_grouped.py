@@ -44,8 +44,7 @@ def _grouped_rows(N: int, V: int) -> int:
 def _padded(shape: tuple[int, int, int], dtype: type) -> np.ndarray:
     """An uninitialized array of ``shape`` whose rows are 8 elements longer when the last axis is a multiple of 64.
 
-    A power-of-two stride would send the transposed reads of the counts to a few cache sets
-    (COIL-20's 1,024 columns: 4x slower).
+    A power-of-two stride would send the transposed reads of the counts to a few cache sets.
     """
     G, card, N = shape
     return np.empty((G, card, N + (8 if N % 64 == 0 else 0)), dtype=dtype)[:, :, :N]
@@ -86,7 +85,7 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
         out[...] = 0
         return out
     key = np.asarray(key, dtype=np.int64)
-    # a stable sort of 16-bit keys is NumPy's radix sort (satimage's 6,435 rows: 3x faster)
+    # a stable sort of 16-bit keys is NumPy's radix sort
     order = np.argsort(key.astype(np.int16) if n_groups < 2**15 else key, kind="stable")
     kept = key >= 0
     sizes = np.bincount(key[kept], minlength=n_groups)
@@ -100,9 +99,7 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
     kept_groups = max(1, int((sizes > 0).sum()))
     if ordered is not None and (M - a) <= 128 * kept_groups and V * N * 255 <= _GROUPED_RUN_BYTES:
         # short groups, and a buffer of 255 rows within the cache budget: one call per group
-        # pays (COIL-20's JMI step, 100 groups of about 14 rows: 1.6 -> 1.0 ms); long groups or
-        # wide rows (MNIST-5k's 50 groups of 100 rows, the arcene shape's 40,000-byte rows)
-        # keep the blocks, whose buffer stays smaller
+        # pays; long groups or wide rows keep the blocks, whose buffer stays smaller
         _grouped_in_runs(ordered, sizes, values, out)
     elif ordered is not None and N < _FOLD_WIDTH // 2:
         _grouped_folded(ordered, sizes, values, out)
@@ -124,7 +121,7 @@ def _grouped_in_runs(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray,
     buffer (:data:`_GROUPED_RUN_BYTES`); then each group of at most 255 rows is one byte sum
     straight into its (V, N) counts (a (groups, V, N) byte array, widened once at the end), and
     a longer group is compared and summed 255 rows at a time. About one NumPy call per group
-    instead of three per block (COIL-20's JMI step: 100 groups of about 14 rows).
+    instead of three per block.
     """
     V, N = values.shape[0], ordered.shape[1]
     G = sizes.size
@@ -166,7 +163,7 @@ def _grouped_folded(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, 
     """:func:`grouped_counts` of narrow rows already in key order, ``r`` rows read as one.
 
     On rows of a few dozen columns, every comparison or byte sum over rows makes one short
-    NumPy inner loop per row (chess's 36 columns: most of the time goes to loop calls). A
+    NumPy inner loop per row (the calls cost more than the work). A
     group's run of rows is contiguous, so its first ``r * floor(s / r)`` rows are a
     ``(s / r, r N)`` view: the counts of that view's ``r N`` columns, folded back over the
     ``r`` row positions (a power of two: halving adds over all groups at once), are the

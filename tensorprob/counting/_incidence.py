@@ -154,8 +154,8 @@ class Incidence:
         no CSR matrix is built at all (:attr:`matrix_free`: the chunks hold None for S and S^T).
     baseline : bool, default=False
         Store S relative to a baseline value per variable, its most frequent one (see
-        :meth:`matmul`): the baseline's entries are left out of the chunks (81 % of the
-        entries of chess, 84 % of MNIST-5k's 5-bin codes), and each variable gets one more
+        :meth:`matmul`): the baseline's entries are left out of the chunks (most entries of
+        typical codes), and each variable gets one more
         column for its missing entries. The chunks then hold ``S'``, of shape
         (rows, D + N); use :meth:`matmul` and :meth:`matmul_t` for products with S.
     """
@@ -190,8 +190,8 @@ class Incidence:
         build = N * (4 + 1 + codes.element_size() if self.matrix_free else self._entry_bytes + vsz + 3 * 8)
         # the cache: the CSR indices (and the kernels' int32 copy), alive through every pass; kept
         # only when it leaves half the budget or more to the chunks, which are then sized to the
-        # rest (with the shared vectors of ones, as long as the largest chunk). Before, the chunks
-        # were sized to the whole budget beside a cache of up to the budget: peaks of 1.5-1.9x it
+        # rest (with the shared vectors of ones, as long as the largest chunk), so the two never
+        # add up past the budget
         kept = M * N * (self._entry_bytes + (4 if kernel else 0))
         cached = cache is not False and (bytes_per_row is None or kept <= budget // 2)
         if bytes_per_row is None:

@@ -49,8 +49,8 @@ def _lookup_t(table_t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
 
 
 #: Block-sized temporaries alive at once in a pass over a candidate block (the accumulator, a
-#: lookup, the terms, their class sums and indices): peak / block measured about 3 on the CPU and
-#: 5 on an H200 (VMI-pairwise, planted 70k x 784, 2026-11-26), so a block takes a fifth of the budget.
+#: lookup, the terms, their class sums and indices): up to five, so a block takes a fifth of the
+#: budget (``benchmarks/bench_limits.py``).
 _LIVE_BLOCKS = 5
 
 

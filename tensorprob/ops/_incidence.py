@@ -18,13 +18,10 @@ import torch
 from .._docstrings import fill_doc
 from ._dispatch import kernel_mode, use_triton
 
-_SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands fall out of cache (measured)
+_SPMM_BLOCK = 256  # dense columns per sparse product on the CPU: wider operands fall out of cache
 
-# The gather kernel's launch: 32 rows per program, the variables in 8 slices added by one reduction.
-# Of the ten launches timed by ``bench_gpu.py --sections kernels`` on an H200 (2026-11-26: MNIST-5k
-# and 70k x 785, P = 20 and 80, float32 and float64), it was the fastest in 6 of the 8 cases and
-# within 16% of the fastest in the other two: 0.94-1.18x cuSPARSE's speed at 5,000 rows, 1.65-2.08x
-# at 70,000. One slice of 64 rows (the launch before) was 0.16-0.30x cuSPARSE's speed at 5,000 rows.
+# The gather kernel's launch: 32 rows per program, the variables in 8 slices added by one reduction,
+# the fastest of the launches ``bench_gpu.py --sections kernels`` times (docs/benchmarks.md).
 # The slices' partial sums take GATHER_SPLIT (rows x P) buffers: the EM's chunking counts them.
 GATHER_BLOCK_M = 32
 GATHER_SPLIT = 8
@@ -32,11 +29,9 @@ GATHER_SPLIT = 8
 # The scatter kernel (S^T @ Y) pads each variable's values to a power of two and multiplies a
 # (rows x values) one-hot tile into Y: wider variables than this keep the CSR product.
 SCATTER_MAX_CARD = 128
-# ... and data with fewer rows than this: on an H200 (2026-11-26) the scatter kernel was 2.3-2.5x
-# cuSPARSE at 70,000 rows (float64, 20 and 80 columns) but 0.3-0.4x at 5,000 rows (float32), and with
-# it MNIST-5k's four-start EM iteration went from 1.3 to 1.7 ms and the rank search from 2.1 to 2.3 s
-# (the one-start iteration from 1.6 to 1.2 ms). Where between the two it starts to pay is not measured.
-# ``TENSORPROB_KERNELS=triton`` uses the kernel whatever the rows.
+# ... and data with fewer rows than this: the kernel beats cuSPARSE on tens of thousands of rows and
+# loses on a few thousand (``bench_gpu.py --sections kernels``; where between the two it starts to
+# pay is not measured). ``TENSORPROB_KERNELS=triton`` uses the kernel whatever the rows.
 SCATTER_MIN_ROWS = 1 << 14
 
 

@@ -5,7 +5,7 @@ Every selector sets a ``method_name`` and is thereby registered for
 returns the class of a name.
 """
 from ._api import available_methods, get_selector, register, select_features
-from ._base import BaseSelector, CodedSelector, GreedySelector, RealSelector
+from ._base import CodedSelector, GreedySelector, RealSelector
 from ._classic import CIFE, CMIM, DISR, ICAP, JMI, JMIM, MIFS, MIM, MRI, MRMR, RMRMR
 from ._gmi import GMI, PairwiseDp
 from ._graph import SPEC, TraceRatio
@@ -35,7 +35,6 @@ __all__ = [
            "SPECCMI",
            "TraceRatio",
            "VMI",
-           "BaseSelector",
            "CodedSelector",
            "GreedySelector",
            "RealSelector",

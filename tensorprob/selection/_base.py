@@ -496,10 +496,6 @@ class CodedSelector(_BaseSelector):
         return tags
 
 
-#: Former name of :class:`CodedSelector`, kept so that existing subclasses keep working.
-BaseSelector = CodedSelector
-
-
 class GreedySelector(CodedSelector):
     """A coded selector run by the shared greedy driver with the criterion from ``_criterion()``.
 

@@ -192,10 +192,8 @@ class CMIMCriterion(_SumsCriterion):
         give the score to beat.
     depth : int, default=1
         Lazy: how many more features each remaining contender is conditioned on in the first
-        round after the seed; the depth doubles every round. The defaults compute the fewest
-        pairs of those measured (k = 50, Fleuret's variant: the arcene shape 11,187 pairs
-        against 20,557 with 8 and 2, MNIST-5k 3,968 against 4,781; 5-10 % less time; Fleuret's
-        one-candidate-at-a-time loop, which no batch can follow, takes 8,653 on the arcene shape).
+        round after the seed; the depth doubles every round. The defaults computed the fewest
+        pairs of the settings tried (``benchmarks/bench_peers.py``'s CMIM rows).
     """
 
     name = "cmim"

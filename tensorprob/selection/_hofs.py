@@ -125,7 +125,7 @@ def hofs_select(
     # Bins ``bin_width`` wide on the scaled columns, the last one the narrower remainder when
     # 1 / bin_width is not an integer. Not encoding.Discretizer: KBinsDiscretizer's edges
     # (linspace in the raw units) round differently from this floor on values that lie on an
-    # edge, which changes relevance_ on data with repeated values (measured on wine).
+    # edge, which changes relevance_ on data with repeated values.
     n_bins = max(1, math.ceil(1.0 / bin_width - 1e-12))
     bins = torch.clamp((Xs / bin_width).floor().long(), 0, n_bins - 1)
     # plug-in terms from the table of (bin of x_i, class) of every feature (float64)

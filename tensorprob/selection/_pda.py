@@ -31,9 +31,8 @@ from ._greedy import Criterion, Separately
 _MI_ORDERS = ((0, 0), (1, 0), (1, 1), (2, 1))
 #: Whether the naive VI criteria of a batch are scored together (:class:`_JointNaiveBounds`) on the
 #: CPU too. Off: there the work, not the per-member dispatch, dominates, and each member's own
-#: bounds run in cache-sized row blocks over its own rows (MNIST-5k, 10 fold masks, k = 10, two
-#: threads: 14-16 s one by one, 23-25 s together, 2026-11-26); on a GPU the members' seventy-odd
-#: small operations and one transfer each per step are what the joint state saves.
+#: bounds run in cache-sized row blocks over its own rows (``benchmarks/bench_batched.py``); on a
+#: GPU the members' many small operations and one transfer each per step are what the joint state saves.
 _NAIVE_JOINT_CPU = False
 _FID_CLASSIC = {(0, 0): mim_criterion, (1, 0): mifs_criterion, (1, 1): cife_criterion, (2, 1): FID21Criterion}
 _SUN = ("Sun, Y., Wang, W., Kirley, M., Li, X. and Chan, J. (2020). Revisiting probability distribution "
@@ -317,7 +316,7 @@ class _JointArithmeticMeans:
         On a GPU one gather per candidate block reads every member's own index (the members'
         many small operations were the cost there); on the CPU the members that picked the same
         feature share one index and one ``index_select`` per cache-sized block (the per-member
-        index of the gather, in blocks wide enough for its strided adds, measured 1.4x slower).
+        index of the gather, in blocks wide enough for its strided adds, is slower there).
         """
         I, C, M, G = self.I, self.C, self.codes.shape[0], len(self.criteria)
         width = 1 if marginal else C
