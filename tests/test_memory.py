@@ -73,6 +73,38 @@ def test_peak_memory_follows_the_budget(what):
     assert small < 0.6 * large, (small, large)  # measured 115, 63, 51 MiB at 512 MiB
 
 
+# child: a fit like issue 42's (60,000 x 40 codes of 5 values, rank 10, 4 restarts; the issue measured
+# 150,000 rows); the rise of the RSS high-water mark over the fit, the codes' size and the final log-likelihood
+_FIT_CHILD = _PROLOGUE + """
+budget, n_iter = int(sys.argv[1]), int(sys.argv[2])
+X = np.random.default_rng(0).integers(0, 5, size=(60000, 40))
+torch.zeros(1).exp()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+r0 = kib("VmRSS")
+with tensorprob.config_context(memory_budget=budget):
+    m = tensorprob.fit_cpd(X, rank=10, device="cpu", dtype="float64", n_iter_max=n_iter, tol=0, random_state=0)
+print((kib("VmHWM") - r0) / 1024, X.size / 2**20, repr(float(m.loglik_history_[-1])))
+"""
+
+
+@pytest.mark.slow  # four child processes fitting 60,000 rows (tens of seconds)
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc (VmHWM reset)")
+def test_fit_stays_within_the_budget_plus_its_codes(device, dtype):
+    if (device, dtype) != ("cpu", torch.float64):
+        pytest.skip("a CPU child process: the cpu-float64 lane runs it")
+    values = []
+    for mib in (32, 64, 128):
+        peak, codes, value = (float(v) for v in _run_child(_FIT_CHILD, mib * 2**20, 2))
+        # the fit holds its codes and their distinct rows (int8 here, 2.3 MiB each) besides the budget;
+        # 16 MiB for torch's and the allocator's own
+        assert peak <= mib + 2 * codes + 16, (mib, peak)
+        values.append(value)
+    np.testing.assert_allclose(values, values[0], rtol=1e-12)  # the budget changes the chunks, not the fit
+    peak0 = float(_run_child(_FIT_CHILD, 32 * 2**20, 0)[0])  # the seeding alone (n_iter_max=0)
+    assert peak0 <= 32 + 2 * codes + 16, peak0
+
+
 _VI_CHILD = _PROLOGUE + """
 from tensorprob.information import _variational
 

@@ -26,13 +26,14 @@ iterations; with float64 statistics the float32 fit tracks the float64 one withi
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from .. import _distributed
-from .._config import progress_bar
+from .._config import config_context, progress_bar
 from .._device import to_numpy
 from ..counting import Incidence
 from ..ops import use_triton
@@ -70,15 +71,17 @@ class EMData:
     @classmethod
     def build(cls, rows: torch.Tensor, cards: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype,
               bytes_per_row: int, distributed: bool = False, device: torch.device | None = None,
-              spill: object | None = None, kernel: bool | None = None) -> EMData:
+              spill: object | None = None, kernel: bool | None = None, memory_budget: int | None = None) -> EMData:
+        """The data of a fit; ``memory_budget``: what the incidence sizes its cache and chunks to (default the budget)."""
         device = rows.device if device is None else torch.device(device)
         if kernel is None:  # the caller's decision when it sized bytes_per_row for it (see _fit)
             kernel = use_triton(torch.empty(0, device=device))
         max_rows = None if spill is None else spill.block_rows
-        inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
-                        max_rows=max_rows, cache=None if spill is None else False,
-                        kernel=kernel,
-                        baseline=spill is None and device.type == "cpu" and rows.numel() >= _BASELINE_MIN_ENTRIES)
+        share = contextlib.nullcontext() if memory_budget is None else config_context(memory_budget=memory_budget)
+        with share:  # the incidence reads the budget when it is built (its cache, its chunks, its baseline pass)
+            inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
+                            max_rows=max_rows, cache=None if spill is None else False, kernel=kernel,
+                            baseline=spill is None and device.type == "cpu" and rows.numel() >= _BASELINE_MIN_ENTRIES)
         var = torch.repeat_interleave(torch.arange(cards.numel(), device=device), cards.to(device))
         totals = weights.sum(0).to(device)
         if distributed:
@@ -437,9 +440,16 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     if by_passes:
         n_obs_all = W_all = None
         obs_of = count_obs
-    else:
-        n_obs_all = torch.cat([count_obs(s, e) for s, e in data.incidence.ranges], 0)  # (M', B)
-        W_all = data.weights[:, ws.to(data.weights.device)].to(device)  # (M', B)
+    else:  # (M', B) each; broadcast views of one column where every model has the same one (no copies)
+        if var_mask is None:
+            n_obs_all = torch.cat([(data.block_codes(s, e) >= 0).sum(1, dtype=f64)
+                                   for s, e in data.incidence.ranges], 0)[:, None].expand(n_rows, B)
+        else:
+            n_obs_all = torch.cat([count_obs(s, e) for s, e in data.incidence.ranges], 0)
+        if len(set(weight_set)) == 1:
+            W_all = data.weights[:, weight_set[0]:weight_set[0] + 1].to(device).expand(n_rows, B)
+        else:
+            W_all = data.weights[:, ws.to(data.weights.device)].to(device)
 
         def obs_of(start: int, stop: int) -> torch.Tensor:
             return n_obs_all[start:stop]
@@ -460,7 +470,7 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
             n_draw = [1 if f == 0 else t for t in trials]
             sf = _draw_by_passes(data, ws, prob, live, n_draw, L, gens)  # (B L, N)
         else:
-            p = W_all.clone() if f == 0 else W_all * (n_obs_all - best_match).clamp_min(0) ** 2
+            p = W_all.clone() if f == 0 else (n_obs_all - best_match).clamp_min_(0).pow_(2).mul_(W_all)
             cand = torch.empty(B, L, dtype=torch.int64, device=device)
             for b in range(B):  # draws per model from its own stream (B is small)
                 pb = p[:, b] if f < ranks[b] and float(p[:, b].sum()) > 0 else W_all[:, b]

@@ -127,6 +127,13 @@ def fit_cpd(X: Any, rank: int = 20, *, y: Any = None, device: Any = "auto", dtyp
     CPD : The scikit-learn estimator around this function.
     CPDModel : The returned model.
 
+    Notes
+    -----
+    On the CPU the fit runs on ``get_config()["cpu_threads"]`` torch threads (1 by default, as
+    the selectors): a fit on all cores waits for a core that another process holds at every
+    parallel step; ``config_context(cpu_threads=None)`` keeps torch's own setting. Beyond its
+    codes, a fit allocates about ``get_config()["memory_budget"]``.
+
     %(cpd_references)s
 
     Examples
@@ -287,6 +294,22 @@ def _check_request(n_rows: int, D: int, ranks_b: list[int], Fmax: int, itemsize:
                          "tensorprob.config_context)")
 
 
+def _incidence_budget(n_rows: int, D: int, ranks_b: list[int], Fmax: int, itemsize: int, kmeans: bool) -> int:
+    """The part of ``memory_budget`` that the EM's incidence sizes its cache and row chunks to.
+
+    The budget bounds what a fit allocates beyond its codes. The parameters and M-step statistics
+    (as in :func:`_check_request`) and the k-means++ seeding's per-row state (about three float64
+    values per distinct row and model) come off it first; the incidence gets half of the rest, since
+    its baseline counting pass and the temporaries of building a chunk take up to about twice what
+    it sizes for. Never below a quarter of the budget: where the parameters and the seeding's state
+    alone exceed the budget, smaller chunks would only slow the fit down.
+    """
+    budget = get_config()["memory_budget"]
+    B = len(ranks_b)
+    fixed = D * (sum(ranks_b) * (itemsize + 6 * 8) + B * Fmax * 8) + (n_rows * B * 24 if kmeans else 0)
+    return max(2**16, budget // 4, (budget - fixed) // 2)
+
+
 def _global_rows(rows: torch.Tensor, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The distinct rows of all ranks with their summed weights, on every rank (one object all-gather).
 
@@ -389,8 +412,12 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     _check_request(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize)
     kernel = use_triton(torch.empty(0, device=device))
     per_row = _bytes_per_row(B, Fmax, itemsize, kernel=kernel)
+    share = _incidence_budget(int(rows.shape[0]), int(cards.sum()), [r for (r, _, _) in spec], Fmax, itemsize,
+                              kmeans=init != "random")
+    if distributed and init != "random" and not spilled:
+        share = max(2**16, share // 2)  # two incidences at once: the rank's rows and the global rows of the seeding
     data = EMData.build(rows, cards, W, dtype, per_row, distributed=distributed, device=device, spill=spill,
-                        kernel=kernel)
+                        kernel=kernel, memory_budget=share)
     D = int(cards.sum())
     gens = [make_generator(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]), device) for (_, _, j) in spec]
     ranks_b = [r for (r, _, _) in spec]
@@ -401,7 +428,7 @@ def fit_batched(rows: torch.Tensor, cards: torch.Tensor, W: torch.Tensor, ranks:
     else:
         seed_data = data
         if distributed and not spilled:
-            seed_data = EMData.build(g_rows, cards, g_W, dtype, per_row, kernel=kernel)
+            seed_data = EMData.build(g_rows, cards, g_W, dtype, per_row, kernel=kernel, memory_budget=share)
         log_lam, log_A = init_kmeanspp(seed_data, ranks_b, wset, Fmax, gens, dtype, var_mask=vm,
                                        by_passes=spilled)
         del seed_data
