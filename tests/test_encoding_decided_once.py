@@ -300,6 +300,7 @@ def test_integral_columns_keep_their_values_only_while_the_rows_suffice():
     assert tp.encode(X, y).cardinalities.tolist() == [7, 8, 3]  # encode keeps max_categories
     with tp.config_context(min_cell_count=0):  # the rule off: up to max_categories values
         assert tp.JMI(k=2).fit(X, y).encoder_.cardinalities_.tolist() == [7, 8, 3]
+    assert tp.JMI(k=2, discretizer=None).fit(X, y).encoder_.cardinalities_.tolist() == [7, 8, 3]  # nothing to bin with
     few = tp.MIM(k=1).fit(X[::10], y[::10]).encoder_  # 245 rows: n_bins (5) values at most
     assert few.kinds_ == ["discretized", "discretized", "categorical"]
 

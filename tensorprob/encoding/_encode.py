@@ -82,7 +82,8 @@ discretizer : {"uniform", "quantile", "mdl"}, object with ``fit_transform`` or N
     values for M rows, C classes and ``m = get_config()["min_cell_count"]`` (default 5), so
     that a table of two such columns and the class holds ``m`` rows per cell on average; a
     column with more values is binned (the rule of ``max_categories="auto"`` of
-    :class:`~tensorprob.Encoder`).""",
+    :class:`~tensorprob.Encoder`; ``discretizer=None`` bins nothing and keeps up to
+    ``max_categories`` values).""",
     "discretizer_auto": """\
 discretizer : {"auto", "uniform", "quantile", "mdl"}, object with ``fit_transform`` or None, default="auto"
     How continuous columns become codes: a :class:`~tensorprob.Discretizer` strategy
@@ -101,7 +102,8 @@ max_categories : int, "auto" or None, default=None
     allow, ``max(n_bins, floor(sqrt(M / (C m))))`` values for M rows, C classes of ``y`` (1
     without ``y``) and ``m = get_config()["min_cell_count"]`` (default 5): a table of two such
     columns and the class then holds ``m`` rows per cell on average (the selectors' rule;
-    ``m = 0`` turns it off).""",
+    ``m = 0`` turns it off; with ``discretizer=None``, which bins nothing, the limit is
+    ``max_categories``).""",
     "distributed_encoding": """\
 distributed : bool, default=False
     X holds this rank's rows of data spread over an initialized ``torch.distributed`` process
@@ -321,7 +323,7 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEsti
             names = [str(c) for c in summary.labels] if summary.labels is not None else _default_names(N)
         limit = self._limit()
         allowed = limit
-        if self.max_categories == "auto":
+        if self.max_categories == "auto" and self.discretizer is not None:  # None: nothing to bin with
             n_classes = 1 if summary.classes is None else max(1, int(summary.classes.size))
             allowed = row_limit(summary.n_rows, n_classes, self.n_bins, limit, get_config()["min_cell_count"])
         decision = decide(summary, names, limit=limit, row_limit=allowed)
