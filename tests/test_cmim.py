@@ -2,6 +2,12 @@
 
 ``variant="brown"``: ``J = min_j I(X_m;C|X_j)``; ``variant="fleuret"``: ``J = min(I(X_m;C), min_j I(X_m;C|X_j))``.
 The reference below is plain NumPy (entropies of ``np.unique`` counts), independent of tensorprob's counting.
+
+The eager evaluation counts every candidate against each new pick (requests of kind ``"pair"``);
+the lazy one counts listed (candidate, selected) pairs (kind ``"pairs"``,
+``SelectionData.pairs_information``), by the strategies of that kind (``strategies("pairs")``),
+forced by name with ``tp.config_context(counting=name)``. A fit records its requests in
+``counting_plan_``: a lazy run is one with requests of kind ``"pairs"``.
 """
 import numpy as np
 import pytest
@@ -10,10 +16,14 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
 import tensorprob as tp
-from tensorprob.counting import SelectionData
-from tensorprob.selection import _classic, get_selector
-from tensorprob.selection._classic import LAZY_MIN_WORK, CMIMCriterion, pair_cmi
+from tensorprob.counting import SelectionData, strategies
+from tensorprob.counting._costs import LAZY_MIN_FEATURES
+from tensorprob.selection import get_selector
+from tensorprob.selection._classic import CMIMCriterion
 from tensorprob.selection._greedy import greedy_forward
+
+#: The strategies of the lazy rounds' requests (kind "pairs"), the reference ("bincount") included.
+PAIRS = strategies("pairs")
 
 VARIANTS = ("brown", "fleuret")
 
@@ -118,24 +128,26 @@ def with_missing(seed, M=400, N=24, card=4, frac=0.1):
     return X, y
 
 
-def assert_same_scores(got, want, device):
-    """Bit for bit on the CPU, where a table's quantities do not depend on the batch it is computed in.
+def assert_same_scores(got, want):
+    """Within 1e-12 (relative), in either dtype lane: the tables are exact integer counts either way.
 
-    On CUDA the reduction kernels may split a table's sum differently for another number of
-    tables: values may differ in the last bits (the picks may not).
+    Not bit for bit (as before the counting planner): the lazy rounds count listed pairs (kind
+    "pairs") and the eager steps all candidates (kind "pair"), possibly by different strategies
+    (keyed or sorted histograms, bincounts) whose float64 sums of ``c log c`` run in another order.
+    A CMI of 0 may come back as a few ulps of the entropies (about 5 nats here) it is a difference of.
     """
-    if device == "cpu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        # a CMI of 0 may come back as a few ulps of the entropies (about 5 nats here) it is a difference of
-        np.testing.assert_allclose(got, want, rtol=1e-13, atol=64 * np.finfo(np.float64).eps)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=64 * np.finfo(np.float64).eps)
+
+
+def _data(X, y, dtype, device="cpu", weights=None):
+    return SelectionData(torch.as_tensor(X, device=device), int(X.max()) + 1, torch.as_tensor(y, device=device),
+                         int(y.max()) + 1, dtype=dtype, weights=weights)
 
 
 def _criterion_run(X, y, k, variant, lazy, dtype, device="cpu", **kw):
-    data = SelectionData(torch.as_tensor(X, device=device), int(X.max()) + 1, torch.as_tensor(y, device=device),
-                         int(y.max()) + 1, dtype=dtype)
-    crit = CMIMCriterion(variant, lazy, **kw)
-    return greedy_forward(crit, data, k), crit
+    """(picks, scores) of CMIM run by the greedy driver on SelectionData of X, and the data (its plan)."""
+    data = _data(X, y, dtype, device)
+    return greedy_forward(CMIMCriterion(variant, lazy, **kw), data, k), data
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -144,8 +156,9 @@ def test_lazy_equals_eager_with_ties_and_missing_entries(variant, seed, dtype, d
     X, y = with_missing(seed)
     eager = _fit(X, y, "all", variant, False, missing_values=-1, dtype=dtype)
     lazy = _fit(X, y, "all", variant, True, missing_values=-1, dtype=dtype)
+    assert "pairs" in lazy.counting_plan_ and "pairs" not in eager.counting_plan_
     assert lazy.selected_.tolist() == eager.selected_.tolist()
-    assert_same_scores(lazy.scores_, eager.scores_, device)
+    assert_same_scores(lazy.scores_, eager.scores_)
     assert lazy.selected_[-1] == 7  # the unobserved column comes last
 
 
@@ -157,7 +170,7 @@ def test_lazy_equals_eager_for_any_seed_and_depth(variant, seed_size, depth, dty
     (S0, v0), _ = _criterion_run(X, y, k, variant, False, dtype, device)
     (S1, v1), _ = _criterion_run(X, y, k, variant, True, dtype, device, seed=seed_size, depth=depth)
     assert S1 == S0
-    assert_same_scores(v1, v0, device)
+    assert_same_scores(v1, v0)
 
 
 def tied(seed, M=200, base=5, copies=4):
@@ -179,84 +192,200 @@ def test_lazy_equals_eager_on_exact_ties(variant, dtype, device):
         for seed_size, depth in [(1, 1), (2, 1), (8, 2)]:
             (S1, v1), _ = _criterion_run(X, y, X.shape[1], variant, True, dtype, device, seed=seed_size, depth=depth)
             assert S1 == S0
-            assert_same_scores(v1, v0, device)
+            assert_same_scores(v1, v0)
 
 
 def test_lazy_counts_fewer_tables(monkeypatch):
-    X, y = with_missing(4, M=600, N=60, frac=0.0)
     n = []
-    real = _classic.pair_cmi
-    monkeypatch.setattr(_classic, "pair_cmi", lambda *a: n.append(a[2].numel()) or real(*a))
+    real = SelectionData.pairs_information
+    monkeypatch.setattr(SelectionData, "pairs_information",  # a spy: the pairs each lazy round counts
+                        lambda self, cand, sel, needed: n.append(len(cand)) or real(self, cand, sel, needed))
+    X, y = with_missing(4, M=600, N=60, frac=0.0)
     k = 20
-    _criterion_run(X, y, k, "fleuret", True, torch.float64)
+    _, data = _criterion_run(X, y, k, "fleuret", True, torch.float64)
     assert sum(n) < 60 * (k - 1) / 2  # the eager evaluation counts all 60 candidates at each of 19 steps
+    assert sum(data.counting_plan["pairs"].values()) == len(n) and "pair" not in data.counting_plan
 
 
-@pytest.mark.parametrize("complete", [False, True])
-def test_pair_tables_are_those_of_the_eager_step(complete, dtype, device, monkeypatch):
+def _pairs_case(case):
+    """Codes, class and weights (None or Poisson counts) of the pairs tests."""
     X, y = with_missing(5)
-    if complete:  # the CPU counts these in NumPy (_pair_class_counts, information_of_counts)
+    if case != "missing":  # complete rows
         X = np.where(X < 0, 1, X)
-    plain = []
-    real = _classic._pair_class_counts
-    monkeypatch.setattr(_classic, "_pair_class_counts", lambda *a: plain.append(1) or real(*a))
-    data = SelectionData(torch.as_tensor(X, device=device), int(X.max()) + 1, torch.as_tensor(y, device=device), 3,
-                         dtype=dtype)
-    codes_t = data.codes.T.to(torch.int32, memory_format=torch.contiguous_format)
+    w = np.random.default_rng(6).poisson(1.0, len(y)).astype(float) if case == "weighted" else None
+    return X, y, w
+
+
+@pytest.mark.parametrize("case", ["complete", "missing", "weighted"])
+@pytest.mark.parametrize("strategy", PAIRS)
+def test_pairs_information_equals_the_eager_step(strategy, case, dtype, device):
+    """The quantities of listed pairs, by each strategy of kind "pairs" (forced), are those of the eager
+    step's tables (every candidate against one pick), counted by the reference and by "auto". The keyed
+    and sorted histograms count complete, unweighted rows only: forced elsewhere they raise, and "auto"
+    does not pick them there."""
+    X, y, w = _pairs_case(case)
+    weights = None if w is None else torch.as_tensor(w, device=device)
+    needed = ("cmi_x_b_given_a", "mi_xa_b", "h_xab")
     rng = np.random.default_rng(0)
+    with tp.config_context(counting="reference"):
+        ref = _data(X, y, dtype, device, weights)
+        step = {j: ref.pair_information(j, needed) for j in range(X.shape[1])}
+    with tp.config_context(counting="auto"):
+        auto = _data(X, y, dtype, device, weights)
     for size in (1, 2, 7, 200):
-        cand = torch.as_tensor(rng.integers(0, X.shape[1], size), device=device)
-        sel = torch.as_tensor(rng.integers(0, X.shape[1], size), device=device)
-        got = pair_cmi(data, codes_t, cand, sel)
-        want = torch.stack([data.pair_information(int(j)).cmi_x_b_given_a[int(m)] for m, j in zip(cand, sel)])
-        assert_same_scores(got.cpu().numpy(), want.cpu().numpy(), device)
-    assert bool(plain) == (complete and device == "cpu")
+        cand = rng.integers(0, X.shape[1], size)
+        sel = rng.integers(0, X.shape[1], size)
+        with tp.config_context(counting="auto"):
+            by_auto = auto.pairs_information(cand, sel, needed)
+        data = _data(X, y, dtype, device, weights)
+        why = ("the codes are not on the CPU" if device != "cpu" else
+               "missing entries or weights" if case != "complete" else None)
+        if strategy != "bincount" and why is not None:
+            with tp.config_context(counting=strategy), pytest.raises(ValueError, match=rf"counting='{strategy}' .*{why}"):
+                data.pairs_information(cand, sel, needed)
+            assert strategy not in auto.counting_plan["pairs"]
+            continue
+        with tp.config_context(counting=strategy):
+            got = data.pairs_information(cand, sel, needed)
+        assert data.counting_plan["pairs"] == {strategy: 1}
+        for name in needed:
+            want = torch.stack([getattr(step[int(j)], name)[int(m)] for m, j in zip(cand, sel)]).cpu().numpy()
+            for values in (got, by_auto):
+                assert_same_scores(getattr(values, name).cpu().numpy(), want)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_lazy_equals_eager_on_complete_data(variant, dtype, device):
-    # complete rows in memory: the lazy rounds count their pairs in NumPy on the CPU
-    X, y = with_missing(6, M=700, N=50, card=5, frac=0.0)
-    X = np.where(X < 0, 3, X)
-    (S0, v0), _ = _criterion_run(X, y, 30, variant, False, dtype, device)
-    (S1, v1), _ = _criterion_run(X, y, 30, variant, True, dtype, device)
-    assert S1 == S0
-    assert_same_scores(v1, v0, device)
-
-
-def test_pair_tables_of_one_wide_table_on_two_threads(device):
-    # a table of >= 32768 cells alone in its batch: a threaded sum would split its row (a
-    # single-output reduction) and round differently from the eager step's batch of tables
+@pytest.mark.parametrize("strategy", PAIRS)
+def test_pairs_information_of_one_wide_table_on_two_threads(strategy, device):
+    if device != "cpu" and strategy != "bincount":
+        pytest.skip(f"{strategy} counts on the CPU only")
+    # a table of >= 32768 cells alone in its request: a threaded sum may split its row (a
+    # single-output reduction) and round otherwise than the eager step's tables of all candidates
     rng = np.random.default_rng(0)
     X = rng.integers(0, 20, (1000, 4))
     y = (X[:, 0] * 5 + rng.integers(0, 90, 1000)) % 90  # 20 * 20 * 90 = 36,000 cells per table
-    data = SelectionData(torch.as_tensor(X, device=device), 20, torch.as_tensor(y, device=device), 90)
-    codes_t = data.codes.T.to(torch.int16, memory_format=torch.contiguous_format)
+    with tp.config_context(counting="reference"):
+        want = {j: _data(X, y, torch.float64, device).pair_information(j, ("cmi_x_b_given_a",)).cmi_x_b_given_a
+                for j in (1, 3)}
+    data = _data(X, y, torch.float64, device)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        for m, j in [(0, 1), (3, 3)]:
-            got = pair_cmi(data, codes_t, torch.tensor([m], device=device), torch.tensor([j], device=device))
-            want = data.pair_information(j).cmi_x_b_given_a[m:m + 1]
-            assert_same_scores(got.cpu().numpy(), want.cpu().numpy(), device)
+        with tp.config_context(counting=strategy):
+            for m, j in [(0, 1), (3, 3)]:
+                got = data.pairs_information(np.array([m]), np.array([j]), ("cmi_x_b_given_a",)).cmi_x_b_given_a
+                assert_same_scores(got.cpu().numpy(), want[j][m:m + 1].cpu().numpy())
     finally:
         torch.set_num_threads(threads)
+    assert data.counting_plan["pairs"] == {strategy: 2}
 
 
-def test_auto_is_lazy_on_large_data_on_the_cpu():
+_EAGER: dict = {}
+
+
+def _complete_case():
+    X, y = with_missing(6, M=700, N=50, card=5, frac=0.0)
+    return np.where(X < 0, 3, X), y
+
+
+def _reference_eager(variant, dtype, device, k):
+    """The eager run of the reference counting on :func:`_complete_case` (once per lane)."""
+    key = (variant, dtype, device, k)
+    if key not in _EAGER:
+        with tp.config_context(counting="reference"):
+            _EAGER[key] = _criterion_run(*_complete_case(), k, variant, False, dtype, device)[0]
+    return _EAGER[key]
+
+
+@pytest.mark.parametrize("strategy", ["auto", *PAIRS])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_lazy_equals_eager_on_complete_data(variant, strategy, dtype, device):
+    """Complete rows in memory, where every strategy of kind "pairs" applies: the lazy rounds counted by each
+    (forced) give the eager picks and scores of the reference counting."""
+    if device != "cpu" and strategy not in ("auto", "bincount"):
+        pytest.skip(f"{strategy} counts on the CPU only")
+    X, y = _complete_case()
+    S0, v0 = _reference_eager(variant, dtype, device, 20)
+    with tp.config_context(counting=strategy):
+        (S1, v1), lazy = _criterion_run(X, y, 20, variant, True, dtype, device)
+    assert "pairs" in lazy.counting_plan and "pair" not in lazy.counting_plan
+    if strategy != "auto":
+        assert set(lazy.counting_plan["pairs"]) == {strategy}
+    assert S1 == S0
+    assert_same_scores(v1, v0)
+
+
+def test_auto_is_lazy_on_many_features_on_the_cpu():
     def data(M, N, device="cpu"):
         codes = torch.zeros((M, N), dtype=torch.int64, device=device)
         return SelectionData(codes, 5, torch.zeros(M, dtype=torch.int64, device=device), 10)
 
     auto = CMIMCriterion("brown", "auto")
-    assert not auto._use_lazy(data(3196, 36))  # chess: eager
+    assert not auto._use_lazy(data(3196, 36))  # chess: eager (every eager step a slice of the tables of all pairs)
     assert auto._use_lazy(data(1440, 1024))  # COIL-20: lazy
-    assert auto._use_lazy(data(LAZY_MIN_WORK // 8 - 250, 8))
-    assert not auto._use_lazy(data(LAZY_MIN_WORK // 8 - 251, 8))
+    assert auto._use_lazy(data(100, LAZY_MIN_FEATURES + 1))
+    assert not auto._use_lazy(data(100, LAZY_MIN_FEATURES))
     assert CMIMCriterion("brown", True)._use_lazy(data(10, 2))
     assert not CMIMCriterion("brown", False)._use_lazy(data(1440, 1024))
     if torch.cuda.is_available():
         assert not auto._use_lazy(data(1440, 1024, "cuda"))  # eager on CUDA (one sync per step)
+
+
+def _large(seed=0, M=1800, N=300):
+    """Codes with more than LAZY_MIN_FEATURES features: "auto" is lazy on them in memory on the CPU."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, (M, N))
+    y = (X[:, 0] + X[:, 7] + (rng.random(M) < 0.3)) % 3
+    assert N > LAZY_MIN_FEATURES
+    return X, y
+
+
+def test_auto_is_eager_on_streamed_data(device):
+    """Streamed rows: every lazy round would read all the blocks once more, so "auto" is eager there (no
+    request of kind "pairs"); ``lazy=True`` still evaluates lazily. Either way the in-memory selection."""
+    from tensorprob.datasets import RowChunks
+
+    X, y = _large()
+
+    def chunks():
+        return RowChunks([(X[:900], y[:900]), (X[900:], y[900:])])
+
+    with tp.config_context(counting="auto"):
+        memory = tp.CMIM(k=4).fit(X, y)
+        streamed = tp.CMIM(k=4).fit(chunks())
+        lazy = tp.CMIM(k=4, lazy=True).fit(chunks())
+    assert ("pairs" in memory.counting_plan_) == (device == "cpu")
+    assert "pairs" not in streamed.counting_plan_ and "pairs" in lazy.counting_plan_
+    for sel in (streamed, lazy):
+        assert sel.selected_.tolist() == memory.selected_.tolist()
+        assert_same_scores(sel.scores_, memory.scores_)
+
+
+def test_auto_is_eager_in_batches_that_count_steps_together():
+    """CMIM's lazy="auto" on data with enough features for lazy rounds: eager for the members of a batch of
+    EAGER_MIN_BATCH or more that the int8 products count (``batch_counts_steps_together``); lazy below
+    that, for fractional weights, and where a counting other than "auto" is set. Read in the fits' plans
+    (a lazy member counts pairs) and on the members themselves; an explicit choice stands."""
+    from tensorprob.counting._batched import EAGER_MIN_BATCH, BatchedSelectionData
+
+    X, y = _large(30)
+    args = (torch.as_tensor(X), 3, torch.as_tensor(y), 3)
+    rng = np.random.default_rng(31)
+    for B, weights, counting, lazy in ((EAGER_MIN_BATCH, "counts", "auto", False),
+                                       (EAGER_MIN_BATCH - 1, "counts", "auto", True),
+                                       (EAGER_MIN_BATCH, "fractions", "auto", True),
+                                       (EAGER_MIN_BATCH, "counts", "reference", True)):
+        W = rng.poisson(1.0, (len(y), B)).astype(float)
+        if weights == "fractions":
+            W *= 0.5
+        with tp.config_context(counting=counting):
+            member = BatchedSelectionData(*args, torch.as_tensor(W)).members[0]
+            assert member.batch_counts_steps_together == (not lazy), (B, weights, counting)
+            assert CMIMCriterion("brown", "auto")._use_lazy(member) == lazy, (B, weights, counting)
+            assert CMIMCriterion("brown", True)._use_lazy(member)  # an explicit choice stands
+            assert not CMIMCriterion("brown", False)._use_lazy(member)
+            if counting == "auto":
+                sel = tp.CMIM(k=3).fit(X, y, resamples=W)
+                assert ("pairs" in sel.counting_plan_) == lazy, (B, weights, dict(sel.counting_plan_))
 
 
 # ------------------------------------------------------------------ parameters
