@@ -553,7 +553,12 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEsti
             codes[~miss, j] = self._code_observed(j, col[~miss])
         if cont:
             values = np.stack([cont[j] for j in self._cont_idx], axis=1)
-            codes[:, self._cont_idx] = np.asarray(self.discretizer_.transform(values)).astype(np.int64)
+            if isinstance(self.discretizer_, Discretizer):  # its cut points, as at fit (any number of rows)
+                from ._discretize import _bin_codes
+
+                codes[:, self._cont_idx] = _bin_codes(values, self.discretizer_.bin_edges_)
+            else:
+                codes[:, self._cont_idx] = np.asarray(self.discretizer_.transform(values)).astype(np.int64)
         return _compact(codes, self.cardinalities_)
 
     def __sklearn_tags__(self):

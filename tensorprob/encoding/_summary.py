@@ -91,7 +91,7 @@ class Summary:
     labels : list or None
         The DataFrame's column labels (None for an array).
     dtype_kinds : str
-        The NumPy dtype kind of every column as read (one letter each).
+        The dtype kind of every column as given (one letter each; a DataFrame's own dtypes).
     array_kind : str or None
         The dtype kind of an array input ('f' makes it a float array); None for a DataFrame.
     pandas_cat : list of bool
@@ -343,10 +343,18 @@ def summarize(X: Any, y: Any = None, *, limit: int, miss_keys: set, sample: bool
         else:
             raise TypeError(f"column {_name(table, j)!r} has unsupported dtype {col.dtype}")
     numbers = NumberSummary.stack(parts) if parts else NumberSummary.of(np.zeros((M, 0)), sample=sample)
-    summary = Summary(M, kinds, values, nd, numbers, cls, table.labels, "".join(c.dtype.kind for c in table.cols),
+    summary = Summary(M, kinds, values, nd, numbers, cls, table.labels, _source_kinds(X, table),
                       array_kind, list(table.pandas_cat))
     return Read(RawTable(cols, table.labels, table.pandas_cat, table.array), summary, factors, missing,
                 None if fast is None else fast)
+
+
+def _source_kinds(X: Any, table: RawTable) -> str:
+    """The dtype kind of every column as given (a DataFrame's own dtypes: an ``Int64`` column is 'i' with or
+    without missing entries, though it is read as floats when it has some)."""
+    if table.labels is not None and hasattr(X, "dtypes"):
+        return "".join(getattr(dt, "kind", "O") for dt in X.dtypes)
+    return "".join(c.dtype.kind for c in table.cols)
 
 
 def _neutral(n_missing: int, sample: bool) -> NumberSummary:
