@@ -352,7 +352,6 @@ def _as_list(tables):
     return list(tables) if isinstance(tables, list) else list(tables.unbind(0))
 
 
-@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")  # see the xfail below
 @pytest.mark.parametrize("weights", ["folds", "draws"])
 @pytest.mark.parametrize("strategy", MEMBERS)
 def test_members_strategy_counts_equal_the_reference(monkeypatch, strategy, weights, dtype):
@@ -386,9 +385,9 @@ def test_members_strategy_counts_equal_the_reference(monkeypatch, strategy, weig
          else "weighted")) or real(self, rows, a, card_a, w, grouped))
     for (a_cols, card_a, classes), ref in zip(requests, refs):
         assert len(ref) == B and ref[0].shape == (7, 3, card_a, 4 if classes else 1) and ref[0].dtype == dtype
-        if strategy == "members-int8-raw":
-            with _refuses(strategy, "the caller takes tables, not quantities"):
-                _count(batch, strategy, members, a_cols, card_a, classes)
+        if strategy == "members-int8-raw":  # tables where the caller takes tables, as members-int8 counts them
+            for b, (g, r) in enumerate(zip(_as_list(_count(batch, strategy, members, a_cols, card_a, classes)), ref)):
+                assert torch.equal(g, r), (strategy, a_cols[b], card_a, classes, b)
             info = _count(batch, strategy, members, a_cols, card_a, classes, stack=True, raw=True)
             assert isinstance(info, ClassOuterInformation)
             for b in members:
@@ -471,9 +470,6 @@ def test_strategies_refuse_where_they_do_not_apply(case, dtype):
             _assert_same(sel, ref, strategy, **tol)
 
 
-@pytest.mark.xfail(strict=True, reason="the planner keeps its choice per kind and shape of request (Planner.choose, "
-                                       "_shape) and no longer asks a forced strategy whether it applies to a later "
-                                       "request of the same shape: members-grouped counts a member of fractional weights")
 def test_forced_strategy_is_checked_on_every_request():
     """A forced strategy is asked whether it applies to every request, not once per shape of request: the
     grouped comparisons count a member of integral weights and refuse one of fractional weights in the same
@@ -529,7 +525,6 @@ def test_int_matmul_any_layout(m, k, n):
         assert torch.equal(out.to(torch.int64), ref)
 
 
-@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")  # see the xfail below
 @pytest.mark.parametrize("missing", [0.0, 0.1])
 def test_class_outer_information_equals_the_tables(missing):
     """The quantities of the class-outer int32 counts (``members-int8-raw``) are those of each member's own
@@ -636,9 +631,7 @@ def test_per_sample_batch_counted_by_every_strategy(strategy, dtype):
         _assert_same(sel, ref, f"{method} counted by {strategy}", **tols(dtype, 1e-12, 1e-14))
 
 
-# ------------------------------------------------------------------ known bugs of the counting code (xfail)
-@pytest.mark.xfail(strict=True, reason="members-int8 and members-int8-raw have the same estimate (_Products.seconds) "
-                                       "and ties go to the earlier registered: 'auto' never takes the raw path")
+# ------------------------------------------------------------------ the int8 products' raw quantities
 def test_auto_counts_int8_steps_raw():
     """Where "auto" counts a step's members by int8 products, it takes their quantities straight from the
     class-outer counts (``members-int8-raw``), as ``counts_steps_together`` and the chunk sizes assume."""
@@ -650,9 +643,6 @@ def test_auto_counts_int8_steps_raw():
     assert plan.get("members-int8-raw", 0) == 3, plan  # every step's members: raw
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="counting='members-int8-raw' cannot run a fit: the class tables (count_class_tables) and a "
-                          "lone member's chunk ask for tables, which it refuses")
 def test_forced_int8_raw_fit_in_chunks_equals_separate_runs(monkeypatch):
     """Members counted two per chunk by the int8 products' raw quantities: later chunks reuse one buffer, the
     first keeps its own until the next step, and every member equals its separate run."""
@@ -674,9 +664,6 @@ def test_forced_int8_raw_fit_in_chunks_equals_separate_runs(monkeypatch):
         assert len(made) >= 3 * 4 and set(made) == {2}, (method, made)
 
 
-@pytest.mark.xfail(strict=True, reason="_class_outer_information passes a scratch buffer of B*A*N*I float64 to "
-                                       "ClassOuterInformation, whose (x, class) margin has C*B*N*I cells: with more "
-                                       "classes than pick values torch resizes the out= view (deprecated)")
 def test_class_outer_scratch_holds_every_margin():
     """The raw quantities of more classes than pick values (binary and ternary features, four classes; the
     class tables, one pick value) never ask torch to resize the kept scratch buffer (an out= argument of the

@@ -508,7 +508,8 @@ class BatchedSelectionData:
         R = B * A * N * I
         tag = int(slot > 0)
         slab = self._buffer("slab", R, torch.int32).view(B * A, N * I)
-        look = self._buffer("lookups", R, torch.float64)
+        # the lookups of every margin: (a, x) of R cells and (x, class) of C B N I
+        look = self._buffer("lookups", max(R, C * B * N * I), torch.float64)
         xa = self._buffer(f"xa{tag}", R, torch.int32).view(B, A, N, I).zero_()
         cells = self._buffer("xab", B * N * I, torch.float64).view(B, N, I).zero_()
         xb = self._buffer(f"xb{tag}", C * B * N * I, torch.int32).view(C, B, N, I)
@@ -526,7 +527,7 @@ class BatchedSelectionData:
             xa += Tq
             # the looked-up values summed over a at once (one read of them; an add into a
             # (B, A, N, I) sum would read them and that sum, and write it back)
-            cells += torch.index_select(table, 0, slab.view(-1), out=look).view(B, A, N, I).sum(1)
+            cells += torch.index_select(table, 0, slab.view(-1), out=look[:R]).view(B, A, N, I).sum(1)
             torch.sum(Tq, 1, dtype=torch.int32, out=xb[q])
             if Nab == 1:
                 torch.sum(Tq[:, :, 0], 2, dtype=torch.int32, out=ab[q, :, :, 0])
@@ -828,17 +829,25 @@ class MembersInt8(_Products):
 
 @register
 class MembersInt8Raw(MembersInt8):
-    """:class:`MembersInt8` whose int32 counts go straight into the members' quantities (class outer, never transposed)."""
+    """:class:`MembersInt8` whose int32 counts go straight into the members' quantities (class outer, never transposed).
+
+    Where the caller takes tables (class tables, a lone member, a quantity not kept) it counts
+    them as :class:`MembersInt8` does.
+    """
 
     name = "members-int8-raw"
 
-    def applies(self, req: Request) -> str | None:
-        if not req.batch.raw:
-            return "the caller takes tables, not quantities"
-        return super().applies(req)
+    def seconds(self, req: Request) -> float:
+        s = super().seconds(req)
+        if req.batch.raw:  # no copy of the counts into every member's table layout
+            b, m = self.data, req.batch
+            s -= len(m.members) * b.codes.shape[1] * b.max_card * m.card_a * b.n_classes * _costs.CELL_S
+        return s
 
     def count(self, req: Request):
         m = req.batch
+        if not m.raw:
+            return super().count(req)
         return self.data._product_tables(torch.int8, m.members, m.a_cols, m.card_a, m.classes, True, True, m.slot)
 
 

@@ -321,6 +321,7 @@ class AllPairs(Strategy):
 
     name = "all-pairs"
     kinds = frozenset({"pair", "pair_free"})
+    subsets = False  # every feature's rows of the tables of all pairs
 
     def __init__(self, data) -> None:
         super().__init__(data)

@@ -94,6 +94,8 @@ class Strategy:
     name: ClassVar[str] = ""
     #: The kinds of :data:`KINDS` it counts.
     kinds: ClassVar[frozenset[str]] = frozenset()
+    #: Whether :meth:`count` counts only the candidates ``req.cols`` (else it gives every feature's).
+    subsets: ClassVar[bool] = True
 
     def __init__(self, data: Any) -> None:
         self.data = data
@@ -112,6 +114,10 @@ class Strategy:
 
 
 _REGISTRY: dict[str, type[Strategy]] = {}
+#: Choices made for runs of the same signature (a refit of same-shaped data decides alike): the
+#: decision, with what was considered, by (kind, setting, request shape, data signature, registry).
+_DECISIONS: dict[tuple, tuple[str, list]] = {}
+_DECISIONS_MAX = 4096
 
 
 def register(cls: type[Strategy]) -> type[Strategy]:
@@ -254,18 +260,30 @@ class Planner:
     def choose(self, req: Request) -> Strategy:
         """The strategy that counts ``req`` (see the module notes); records the choice.
 
-        The choice is made once per kind and shape of request (the candidates counted, the
-        pick's alphabet, the number of listed pairs to a power of two) and setting.
+        The choice is made once per kind and shape of request (every candidate or the open ones,
+        the pick's alphabet, the number of listed pairs to a power of two) and setting.
         """
         mode = _config.setting("counting")
         if mode != "auto":
             mode = check_counting(mode)  # also the environment variable's value
         key = (req.kind, mode, _shape(self.data, req))
         best = self._chosen.get(key)
-        if best is not None:
+        if best is not None and best.applies(req) is None:  # the shape holds, but what applies may vary
             self.plan.record(req.kind, best.name, None)
             return best
-        best = self._choose(req, mode)
+        sig = getattr(self.data, "signature", None)
+        full = None if sig is None else (key, sig(), self.expected.get(req.kind, 0), tuple(_REGISTRY),
+                                         _config.setting("memory_budget"))
+        known = None if full is None or best is not None else _DECISIONS.get(full)
+        if known is not None and self.strategy(known[0]).applies(req) is None:  # decided before for this signature
+            best = self.strategy(known[0])
+            self.plan.record(req.kind, best.name, known[1])
+        else:
+            best = self._choose(req, mode)
+            if full is not None:
+                if len(_DECISIONS) >= _DECISIONS_MAX:
+                    _DECISIONS.clear()
+                _DECISIONS[full] = (best.name, self.plan._last.get(req.kind, []))
         self._chosen[key] = best
         return best
 
@@ -322,7 +340,7 @@ class Planner:
 
 def _shape(data: Any, req: Request) -> tuple:
     """What of a request the estimates depend on, besides its kind."""
-    cols = -1 if req.cols is None else len(req.cols).bit_length()  # the open candidates, to a power of two
+    cols = req.cols is None  # every candidate, or the open ones (the choice holds as they shrink)
     if req.kind == "pairs":
         return (len(req.cand).bit_length(),)
     if req.kind == "members":

@@ -147,7 +147,7 @@ class SelectionData:
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
     _relevance: torch.Tensor | None = field(default=None, init=False, repr=False)
     _complete: bool | None = field(default=None, init=False, repr=False)
-    _local_complete: bool | None = field(default=None, init=False, repr=False)  # this process's rows only
+    _local: LocalRows | None = field(default=None, init=False, repr=False)  # this process's rows (see _local_rows)
     _batch: Any = field(default=None, init=False, repr=False)  # the BatchedSelectionData of a member
     _member: int = field(default=-1, init=False, repr=False)  # the member's index in its batch
     _class_h: dict | bool | None = field(default=None, init=False, repr=False)  # see _class_entropies (False: none)
@@ -178,6 +178,14 @@ class SelectionData:
     def max_card(self) -> int:
         """Largest cardinality of the features (what dense tables are padded to)."""
         return self._max_card
+
+    def signature(self) -> tuple:
+        """What the planner's estimates read of the data: runs of the same signature decide alike."""
+        rows = self._local_rows()
+        return ("data", rows.rows, self.n_features, self._max_card, self.n_classes, rows.complete,
+                self.weighted, self.weight_levels if self.weighted else 1, self.codes.device.type,
+                self.stream is None, self.distributed, self._rows is not False and self._rows is not None,
+                str(self.codes.dtype))
 
     @property
     def counting_plan(self) -> CountingPlan:
@@ -234,16 +242,16 @@ class SelectionData:
         return self.reduce(total.to(self.dtype))
 
     def _local_rows(self) -> LocalRows:
-        """This process's rows, their total weight, and whether no entry is missing."""
-        if self.stream is not None:
-            return LocalRows(self.stream.n_rows, self.stream.weight_total, self.stream.complete)
-        M = int(self.codes.shape[0])
-        total = float(M) if self.weights is None else float(self.weights.to(torch.float64).sum())
-        if self._complete is not None:
-            return LocalRows(M, total, self._complete)
-        if self._local_complete is None:  # one scan of the codes (budget_rows and complete both ask)
-            self._local_complete = _complete(self.codes, self.y >= 0)
-        return LocalRows(M, total, self._local_complete)
+        """This process's rows, their total weight, and whether no entry is missing (read once: the rows never change)."""
+        if self._local is None:
+            if self.stream is not None:
+                self._local = LocalRows(self.stream.n_rows, self.stream.weight_total, self.stream.complete)
+            else:
+                M = int(self.codes.shape[0])
+                total = float(M) if self.weights is None else float(self.weights.to(torch.float64).sum())
+                complete = self._complete if self._complete is not None else _complete(self.codes, self.y >= 0)
+                self._local = LocalRows(M, total, complete)
+        return self._local
 
     @property
     def weighted(self) -> bool:
@@ -522,16 +530,25 @@ class SelectionData:
         if self._open is None:
             self._open = np.ones(self.n_features, dtype=bool)
         self._open[j] = False
+        self._n_open = int(self._open.sum())
+        self._cols = None
 
-    def _open_columns(self) -> np.ndarray | None:
-        """The open columns (int64) when restricting the count pays (see :meth:`retire`); None: every column."""
+    def _open_columns(self) -> tuple[np.ndarray, torch.Tensor] | None:
+        """The open columns (int64, and as an index on the codes' device) when restricting the count pays; else None.
+
+        Kept until the next :meth:`retire`.
+        """
         if self._open is None or self.codes.device.type != "cpu":
             # off the CPU a step is bound by its launches, not its counting
             return None
-        n_open = int(self._open.sum())
-        if n_open > _costs.OPEN_FRACTION * self.n_features or n_open < 2:
-            return None
-        return np.flatnonzero(self._open)
+        if self._cols is None:
+            n = self._n_open
+            if n > _costs.OPEN_FRACTION * self.n_features or n < 2:
+                self._cols = False
+            else:
+                cols = np.flatnonzero(self._open)
+                self._cols = (cols, torch.from_numpy(cols))
+        return self._cols or None
 
     def _pair_kind(self, needed: tuple[str, ...]) -> str:
         """``pair_free`` when every quantity of ``needed`` is class-free, else ``pair``."""
@@ -563,13 +580,14 @@ class SelectionData:
             shared = self._batch.pair_information(self, j, needed)
             if shared is not None:
                 return shared
-        cols = self._open_columns()
-        req = Request(self._pair_kind(needed), j=j, cols=cols, needed=needed)
-        out = self.planner.count(req)
+        open_ = self._open_columns()
+        req = Request(self._pair_kind(needed), j=j, cols=None if open_ is None else open_[0], needed=needed)
+        strategy = self.planner.choose(req)
+        out = strategy.count(req)
         self.planner.served(req.kind)
-        if cols is None:
+        if open_ is None or not strategy.subsets:
             return out
-        return _Scattered(out, torch.from_numpy(cols).to(self.codes.device), self.n_features)
+        return _Scattered(out, open_[1], self.n_features)
 
     def pairs_information(self, cand: np.ndarray, sel: np.ndarray, needed: tuple[str, ...]) -> Any:
         """Quantities of the (x_cand[i], x_sel[i], class) tables of listed pairs (a = x_sel), float64 (P,) each.
