@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._config import get_config
+from .._config import get_config, setting
 from .._device import chunk_ranges
 from . import _costs
 from ._grouped import grouped_seconds, weight_levels
@@ -380,7 +380,7 @@ class BatchedSelectionData:
         M, N = self.codes.shape
         P = self._patterns[0].shape[0]
         cells = N * self.max_card * m.card_a * self.n_classes
-        if 16 * P * cells > get_config()["memory_budget"] // 2:  # the pattern tables and their copy
+        if 16 * P * cells > setting("memory_budget") // 2:  # the pattern tables and their copy
             return float("inf")
         groups = self._groups(m)
         return len(groups) * M * N * _costs.MEMBER_PASS_S + len(m.members) * P * cells * _costs.PATTERN_MADD_S
@@ -434,7 +434,7 @@ class BatchedSelectionData:
             self._sorted_codes = self._rows_first().index_select(0, order)
         rows = self._sorted_codes
         E = torch.empty(M, N * I, dtype=dt, device=rows.device)
-        for s, e in chunk_ranges(M, 8 * N, get_config()["memory_budget"] // 4):
+        for s, e in chunk_ranges(M, 8 * N, setting("memory_budget") // 4):
             E[s:e] = one_hot(rows[s:e], I, dt)
         self._onehot = {dt: E}  # a missing code: a row of zeros, counted nowhere (one dtype kept at a time)
         self._w_product = {dt: self.weights.index_select(0, self._order).to(dt)}
@@ -551,7 +551,7 @@ class BatchedSelectionData:
         M, N = self.data.budget_rows, self.codes.shape[1]
         cells = N * self.max_card * card_a * self.n_classes
         per_member = 8 * (copies * cells + 2 * M)
-        per = max(1, (get_config()["memory_budget"] // 2) // per_member)
+        per = max(1, (setting("memory_budget") // 2) // per_member)
         B = len(self.members)
         return [(s, min(B, s + per)) for s in range(0, B, per)]
 
@@ -795,7 +795,7 @@ class _Products(Strategy):
             return "weights that are not integers, or totals of 2**24 and more"
         size = torch.empty((), dtype=self.dtype).element_size()
         M, N = b.codes.shape
-        if size * M * N * b.max_card > get_config()["memory_budget"] // 4:
+        if size * M * N * b.max_card > setting("memory_budget") // 4:
             return "the one-hot codes would exceed a quarter of memory_budget"
         return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._config import get_config
+from .._config import setting
 from .._device import CPU_BLOCK_BYTES
 from . import _costs
 from ._planner import Request, Strategy, register
@@ -42,7 +42,7 @@ class Bitsets(Strategy):
         M = int(d.codes.shape[0])
         if M == 0:
             return "no rows"
-        if d.n_features * d.max_card * ((M + 63) // 64) * 8 > get_config()["memory_budget"] // 4:
+        if d.n_features * d.max_card * ((M + 63) // 64) * 8 > setting("memory_budget") // 4:
             return "the bitsets would exceed a quarter of memory_budget"
         return None
 

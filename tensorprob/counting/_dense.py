@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._config import get_config
+from .._config import setting
 from .._device import chunk_ranges
 from . import _costs
 from ._planner import KINDS, Request, Strategy, register
@@ -100,7 +100,7 @@ class Bincount(Strategy):
         index = None if req.cols is None else torch.from_numpy(req.cols).to(d.codes.device)
         kind, j, r = req.kind, req.j, req.r
         parts: dict[str, list[torch.Tensor]] = {q: [] for q in req.needed}
-        for s, e in chunk_ranges(n, 32 * cells, get_config()["memory_budget"] // 4):
+        for s, e in chunk_ranges(n, 32 * cells, setting("memory_budget") // 4):
             def tables(codes, y, w, dt, s=s, e=e):
                 x = _columns(codes, index, s, e)
                 if kind == "relevance":
@@ -127,7 +127,7 @@ class Bincount(Strategy):
         itype = torch.int16 if I * I < 2**15 else torch.int32 if I * I < 2**31 else torch.int64
         parts: dict[str, list[torch.Tensor]] = {q: [] for q in req.needed}
         per = max(32 * I * I * C, 3 * max(d.budget_rows, 1) * torch.empty((), dtype=itype).element_size())
-        for s, e in chunk_ranges(P, per, get_config()["memory_budget"] // 4):
+        for s, e in chunk_ranges(P, per, setting("memory_budget") // 4):
             def tables(codes, y, w, dt, c=cand[s:e], j=sel[s:e]):
                 ct = codes.T.to(itype, memory_format=torch.contiguous_format)
                 xc, xs = ct.index_select(0, c), ct.index_select(0, j)
@@ -201,7 +201,7 @@ def _tables_and_cells(d, req: Request) -> tuple[int, int]:
 
 
 def _n_blocks(d, n: int, cells: int) -> int:
-    return -(-n // max(1, (get_config()["memory_budget"] // 4) // max(1, 32 * cells)))
+    return -(-n // max(1, (setting("memory_budget") // 4) // max(1, 32 * cells)))
 
 
 # ------------------------------------------------------------------ cache-blocked keyed histograms
@@ -331,7 +331,7 @@ class AllPairs(Strategy):
         d = self.data
         N, I = d.n_features, d.max_card
         C = 1 if req.kind == "pair_free" else d.n_classes
-        budget = get_config()["memory_budget"]
+        budget = setting("memory_budget")
         if N * N * I * I * C * 8 * 3 > budget:
             return "the tables of all pairs exceed the memory budget"
         if d.weighted and d.budget_rows * N * N * 4 > budget:
@@ -386,9 +386,10 @@ class _Rows:
         self._info, self._index = info, index
 
     def __getattr__(self, name: str) -> torch.Tensor:
-        if name.startswith("_"):
+        if name[0] == "_":
             raise AttributeError(name)
-        return getattr(self._info, name)[self._index]
+        v = self.__dict__[name] = getattr(self._info, name)[self._index]  # read once
+        return v
 
 
 def pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torch.Tensor | None,
@@ -418,7 +419,7 @@ def pair_products(codes: torch.Tensor, I: int, y: torch.Tensor, C: int, w: torch
     m = torch.zeros(C, N * J, dtype=gt, device=dev)  # rows of each (feature, value) per class (drop only)
     order, sizes = rows_by_class(y, C)  # each class a contiguous run of rows
     ends = np.cumsum(sizes).tolist()
-    step = max(1, min(M, get_config()["memory_budget"] // max(1, 16 * N * I)))
+    step = max(1, min(M, setting("memory_budget") // max(1, 16 * N * I)))
     # E^T W E is symmetric: only the blocks on and above the diagonal are multiplied, then
     # mirrored (3 blocks: 6 products of a ninth); under 128 columns one product is faster
     n = N * J

@@ -268,7 +268,9 @@ class Planner:
             mode = check_counting(mode)  # also the environment variable's value
         key = (req.kind, mode, _shape(self.data, req))
         best = self._chosen.get(key)
-        if best is not None and best.applies(req) is None:  # the shape holds, but what applies may vary
+        # a run's data never change, so what applies to a shape holds; a batch's members differ
+        # in their weights, so what applies to them is asked again
+        if best is not None and (req.kind != "members" or best.applies(req) is None):
             self.plan.record(req.kind, best.name, None)
             return best
         sig = getattr(self.data, "signature", None)

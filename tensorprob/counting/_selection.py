@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from .._config import get_config
+from .._config import setting
 from . import _costs
 from ._planner import CountingPlan, Planner, Request
 from ._spill import SpilledRows
@@ -310,7 +310,7 @@ class SelectionData:
 
         The members of a batch hold their states at the same time.
         """
-        budget = get_config()["memory_budget"]
+        budget = setting("memory_budget")
         return budget if self._batch is None else budget // max(1, self._batch.n_members)
 
     @property
@@ -437,7 +437,7 @@ class SelectionData:
                 self._rows = False
             elif c.is_contiguous():
                 self._rows = c.numpy()
-            elif c.numel() * c.element_size() > get_config()["memory_budget"] // 4:
+            elif c.numel() * c.element_size() > setting("memory_budget") // 4:
                 self._rows = False
             else:
                 self._rows = _blocked_transpose(c.T.contiguous().numpy())
@@ -706,7 +706,7 @@ class _Scattered:
         self._info, self._index, self._n = info, index, n
 
     def __getattr__(self, name: str) -> torch.Tensor:
-        if name.startswith("_"):
+        if name[0] == "_":
             raise AttributeError(name)
         v = getattr(self._info, name)
         if v.shape[0] == self._n:  # a strategy that gave every feature's (the tables of all pairs)
