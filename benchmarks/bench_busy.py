@@ -11,6 +11,13 @@ default (``cpu_threads=1``) and for torch's own thread count (``cpu_threads=None
 before). The table gives the median seconds and the busy / quiet ratio of each pair's median; the
 spread (min-max) says how noisy the machine was. Writes benchmarks/results/busy[_quick].csv and .md.
 Timings, not tests.
+
+The benchmark needs a machine whose cores are otherwise idle. On a shared machine whose kernel
+groups processes by session (``/proc/sys/kernel/sched_autogroup_enabled`` is 1), ``nice`` does not
+reach the other sessions' processes; as root, run it in a session of its own at the highest
+group priority, which leaves the others' processes little of the CPU while it runs::
+
+    setsid bash -c 'echo -20 > /proc/self/autogroup; python benchmarks/bench_busy.py'
 """
 from __future__ import annotations
 

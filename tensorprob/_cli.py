@@ -378,7 +378,7 @@ def _select(args: argparse.Namespace) -> int:
     try:
         cls = get_selector(args.method)
     except ValueError as exc:
-        raise CLIError(str(exc)) from exc
+        raise CLIError(f"--method: {exc}") from exc
     created = False
     if args.distributed:
         import inspect
@@ -506,7 +506,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             pass
     unknown = [m for m in methods if m not in classes]
     if unknown:
-        raise CLIError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(available_methods())}")
+        raise CLIError(f"--methods: unknown method(s) {', '.join(unknown)}; available: {', '.join(available_methods())}")
     if max(ks) > np.shape(X)[1]:
         raise CLIError(f"k up to {max(ks)} asked for but the data has {np.shape(X)[1]} features")
     sels = {m: classes[m](k=max(ks), device=args.device) for m in methods}

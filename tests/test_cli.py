@@ -58,8 +58,8 @@ def test_evaluate_prints_accuracy_per_k_and_the_summary(capsys, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["select", "no-such-dataset", "-k", "3"], "unknown dataset"),
     (["select", "wine", "-k", "99"], "larger than the number of features"),
-    (["select", "wine", "--method", "magic"], "unknown method"),
-    (["evaluate", "wine", "--methods", "jmi,nope"], "unknown method"),
+    (["select", "wine", "--method", "magic"], "--method: unknown method"),
+    (["evaluate", "wine", "--methods", "jmi,nope"], "--methods: unknown method(s) nope"),
 ])
 def test_errors_are_one_line_with_status_2(argv, message, capsys):
     assert main(argv) == 2
