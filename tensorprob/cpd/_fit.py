@@ -11,8 +11,15 @@ import torch
 
 from .. import _distributed
 from .._config import device_budget, get_config
-from .._device import (RandomStateLike, cpu_thread_cap, make_generator, resolve_device, resolve_dtype,
-                       seed_from_random_state, to_numpy)
+from .._device import (
+    RandomStateLike,
+    cpu_thread_cap,
+    make_generator,
+    resolve_device,
+    resolve_dtype,
+    seed_from_random_state,
+    to_numpy,
+)
 from .._docstrings import fill_doc
 from ..counting import unique_rows
 from ..ops import use_triton

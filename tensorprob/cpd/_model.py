@@ -154,7 +154,7 @@ class CPDModel:
     parameters, :meth:`from_log_params` or :meth:`from_tensorly`, or fitted to codes) takes
     integer codes and rejects a code outside ``0..I_n - 1``. A missing entry (``-1``,
     ``None``, ``NaN``) is marginalised exactly. Results are torch tensors on the model's
-    device.
+    device, except :meth:`predict`, which returns labels as a NumPy array (like scikit-learn).
 
     %(cpd_references)s
 
