@@ -288,8 +288,7 @@ class Keyed(Strategy):
         if req.kind == "pairs":
             A = int(d.cards[req.sel].max(initial=1))
             x = fm[req.cand]
-            g = np.multiply(fm[req.sel], C, dtype=np.int64)
-            g += d.y.numpy()
+            g = d.pick_keys()[req.sel]
         else:
             A = int(d.cards[req.j])
             x = fm if req.cols is None else fm[req.cols]

@@ -154,6 +154,9 @@ class SelectionData:
     _marginals: dict | bool | None = field(default=None, init=False, repr=False)  # see marginal_entropies
     _rows: np.ndarray | bool | None = field(default=None, init=False, repr=False)  # row-major codes (False: none)
     _open: np.ndarray | None = field(default=None, init=False, repr=False)  # see retire (None: every column)
+    _n_open: int = field(default=0, init=False, repr=False)  # features not retired
+    _cols: Any = field(default=None, init=False, repr=False)  # see _open_columns (None: unknown, False: none)
+    _pick_keys: np.ndarray | None = field(default=None, init=False, repr=False)  # see pick_keys
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
     planner: Planner = field(init=False, repr=False)
 
@@ -618,6 +621,20 @@ class SelectionData:
         """Quantities of the (x_c, a = x_r, b = x_j) tables of every candidate, float64 (N,) each."""
         return self.planner.count(Request("triple", r=r, j=j, needed=tuple(needed)))
 
+    def pick_keys(self) -> np.ndarray:
+        """``x_s C + class`` of every feature s (N, M) in the narrowest integer type, made once (CPU, in memory).
+
+        The second digit of the keys of listed pairs (CMIM's lazy rounds read the same picks
+        many times).
+        """
+        if self._pick_keys is None:
+            C = self.n_classes
+            kt = np.int16 if self._max_card * C <= 2**15 else np.int32
+            keys = np.multiply(self.codes.T.numpy(), C, dtype=kt, order="C")
+            keys += self.y.numpy().astype(kt)
+            self._pick_keys = keys
+        return self._pick_keys
+
     # ------------------------------------------------------------------ what strategies hand back
     def finish(self, req: Request, T: torch.Tensor) -> Any:
         """A strategy's counted tables (summed over the ranks) as what ``req`` asks for.
@@ -662,24 +679,62 @@ class SelectionData:
     def entropies_from_sums(self, req: Request, sums: dict[str, np.ndarray | None]) -> Quantities:
         """The quantities ``req.needed`` from ``sum_cells c log c`` of the full tables and margins of complete, unweighted rows.
 
-        ``sums`` maps entropy names (``h_xab``, ``h_xa``) to float64 (n,) sums (None: not
-        computed); every table holds all ``M`` rows, so ``n H = M log M - sum``, as
-        :class:`TableInformation` computes it; the other entropies are the class table's.
+        ``sums`` maps entropy names (``h_xab``, ``h_xa``; ``h_xb``, ``h_x`` of the class tables)
+        to float64 (n,) sums (None: not computed); every table holds all ``M`` rows, so
+        ``n H = M log M - sum``, the float64 operations of :class:`TableInformation`; the other
+        entropies are the class table's. In NumPy: a few calls per request.
         """
         M = self.n_total
-        L = _xlogx(M, torch.device("cpu"))
-        t = torch.tensor(float(M), dtype=torch.float64)
+        L = _xlogx(M, torch.device("cpu")).numpy()
+        top, t = L[M], float(max(M, 1))
+        names = _entropies_of(req.needed)
         if req.kind == "relevance":  # the class's entropy, the same for every table
-            c = torch.bincount(self.y.to(torch.int64), minlength=self.n_classes)
-            h_b = ((L[M] - L.index_select(0, c).sum()) / t.clamp_min(1.0)).clamp_min(0.0).add(0.0) / self.log_base
-            h = {"h_b": h_b.expand(self.n_features)}
+            c = np.bincount(self.y.numpy().astype(np.int64), minlength=self.n_classes)
+            h_b = (max((top - L.take(c).sum()) / t, 0.0) + 0.0) / self.log_base
+            h = {"h_b": np.full(self.n_features, h_b)}
         else:
-            h = dict(self._seed_values(req, self.marginal_entropies()))
-        for name, s in sums.items():
-            if s is not None:
-                v = (L[M] - torch.from_numpy(np.asarray(s, dtype=np.float64))) / t.clamp_min(1.0)
-                h[name] = v.clamp_min_(0.0).add_(0.0) / self.log_base
-        return quantities_of_entropies(h, req.needed)
+            h = {k: v for k, v in self._seed_numpy(req).items() if k in names}
+        for name, v in sums.items():
+            if v is not None and name in names:
+                h[name] = (np.maximum((top - v) / t, 0.0) + 0.0) / self.log_base
+        out = {}
+        for q in req.needed:
+            if q in h:
+                out[q] = torch.from_numpy(np.ascontiguousarray(h[q]))
+                continue
+            plus, minus = _QUANTITIES[q]
+            v = h[plus[0]]
+            for e in plus[1:]:
+                v = v + h[e]
+            for e in minus:
+                v = v - h[e]
+            out[q] = torch.from_numpy(np.maximum(v, 0.0))
+        return Quantities(out)
+
+    def _seed_numpy(self, req: Request) -> dict[str, np.ndarray]:
+        """:meth:`_seed_values` as NumPy arrays (CPU)."""
+        m = {k: v.numpy() for k, v in self.marginal_entropies().items()}
+        if req.kind == "pairs":
+            c, s = req.cand, req.sel
+            return {"h_x": m["h_x"][c], "h_a": m["h_x"][s], "h_b": m["h_b"][c], "h_xb": m["h_xb"][c],
+                    "h_ab": m["h_xb"][s]}
+        N = self.n_features if req.cols is None else len(req.cols)
+        pick = (lambda v: v) if req.cols is None else (lambda v: v[req.cols])
+        out = {"h_x": pick(m["h_x"]), "h_a": np.full(N, m["h_x"][req.j])}
+        if req.kind == "pair":
+            out.update(h_b=pick(m["h_b"]), h_xb=pick(m["h_xb"]), h_ab=np.full(N, m["h_xb"][req.j]))
+        return out
+
+
+def _entropies_of(needed: tuple[str, ...]) -> set[str]:
+    """The entropies that the quantities ``needed`` are made of."""
+    out = set()
+    for q in needed:
+        if q.startswith("h_"):
+            out.add(q)
+        else:
+            out.update(_QUANTITIES[q][0], _QUANTITIES[q][1])
+    return out
 
 
 def quantities_of_entropies(h: dict[str, torch.Tensor], needed: tuple[str, ...]) -> Quantities:

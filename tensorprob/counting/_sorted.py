@@ -164,11 +164,9 @@ class Sorted(Strategy):
             xb, x = sorted_entropy_sums(fm, d.y.numpy().astype(np.int64), C, C, d.max_card, True)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})
         if req.kind == "pairs":
-            cand, sel = req.cand, req.sel
-            A = int(d.cards[sel].max(initial=1))
-            x = fm[cand]
-            g = np.multiply(fm[sel], C, dtype=np.int64)
-            g += d.y.numpy()
+            A = int(d.cards[req.sel].max(initial=1))
+            x = fm[req.cand]
+            g = d.pick_keys()[req.sel]
         else:
             A = int(d.cards[req.j])
             x = fm if req.cols is None else fm[req.cols]
