@@ -31,11 +31,14 @@ def test_readme_tour_runs(device) -> None:
     blocks = _blocks("pycon")
     assert blocks, "README.md has no ```pycon block"
     parser, globs, out = doctest.DocTestParser(), {}, []
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    # FAIL_FAST: the first failing line, not the NameErrors it causes further down
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.FAIL_FAST)
     for lineno, text in blocks:  # one session: later blocks see the names of earlier ones
         test = parser.get_doctest(text, globs, "README.md", str(README), lineno)
         runner.run(test, out=out.append, clear_globs=False)
         globs = test.globs
+        if runner.failures:
+            break
     if runner.failures:
         pytest.fail("".join(out), pytrace=False)
 
