@@ -65,17 +65,16 @@ def fit(repeats: int) -> dict[str, float]:
     class D:
         log_base, n_rows = 1.0, None
     got["QUANTITIES_CALL_S"] = seconds(lambda: _block_quantities(T, D, ("mi_xa_b", "cmi_x_b_given_a")), repeats * 20)
-    # grouped comparisons: M N V compares plus calls per group; two shapes, least squares on (compares, calls)
-    shapes = [(4000, 500, 5, 10), (4000, 500, 5, 200), (20000, 100, 9, 10)]
+    # grouped comparisons: M N V compares plus calls per group; one shape of many compares over few
+    # groups, one of few compares over many groups: the two unknowns from two equations
     A, b = [], []
-    for M, N, V, G in shapes:
+    for M, N, V, G in ((20000, 500, 5, 2), (4000, 8, 2, 2000)):
         codes = np.ascontiguousarray(rng.integers(0, V, (M, N)).astype(np.int8))
         key = rng.integers(0, G, M)
-        t = seconds(lambda c=codes, k=key, G=G, V=V: grouped_counts(c, k, G, V, True), repeats)
-        A.append([M * N * (V - 1), G * 4])
-        b.append(t)
-    coef = np.linalg.lstsq(np.asarray(A, dtype=np.float64), np.asarray(b), rcond=None)[0]
-    got["GROUPED_COMPARE_S"], got["GROUPED_CALL_S"] = max(coef[0], 1e-12), max(coef[1], 1e-7)
+        b.append(seconds(lambda c=codes, k=key, G=G, V=V: grouped_counts(c, k, G, V, True), repeats))
+        A.append([M * N * (V - 1), (G + M / 255) * 3 + G])
+    coef = np.linalg.solve(np.asarray(A, dtype=np.float64), np.asarray(b))
+    got["GROUPED_COMPARE_S"], got["GROUPED_CALL_S"] = max(coef[0], 1e-12), max(coef[1], 1e-8)
     out = np.empty((200, 5, 784), dtype=np.int64)
     dst = torch.empty(784, 5, 200, dtype=torch.float64)
     got["GROUPED_CELL_S"] = seconds(lambda: np.copyto(dst.numpy(), out.transpose(2, 1, 0), casting="same_kind"),

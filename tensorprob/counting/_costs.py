@@ -5,69 +5,69 @@ seconds; only their ratios decide a plan, and every strategy's count is the same
 integers (or float64 sums of the same weights), so a constant that is off changes the speed,
 never a value. ``benchmarks/bench_counting_costs.py`` measures each operation on the machine
 it runs on and prints the fitted values in this module's names; the values below are its
-output on the 2-core x86-64 (AVX-512) machine of ``docs/benchmarks.md``.
+output on the 2-core x86-64 (AVX-512) machine of ``docs/benchmarks.md`` (2026-11-28).
 """
 from __future__ import annotations
 
 # ---------------------------------------------------------------- histograms (bincount, scatter-add)
 #: One scattered histogram update whose bins stay in cache (a cache-sized block of tables).
-SCATTER_S = 1.6e-9
+SCATTER_S = 0.9e-9
 #: One histogram update whose bins spill out of cache (one table of the whole data, large).
-SCATTER_COLD_S = 6e-9
+SCATTER_COLD_S = 36e-9
 #: One entry of an index built from the codes (a widening multiply and adds, NumPy).
-KEY_S = 0.6e-9
+KEY_S = 0.9e-9
 #: One cell of a count table read back: its ``m log m`` looked up and summed into an entropy.
-CELL_S = 1.2e-9
+CELL_S = 1.9e-9
 #: Fixed cost of one block of a blocked count (allocation, a few NumPy / torch calls).
-BLOCK_CALL_S = 20e-6
+BLOCK_CALL_S = 27e-6
 #: Fixed cost of the ~30 small tensor operations that turn one table into its quantities.
-QUANTITIES_CALL_S = 0.5e-3
+QUANTITIES_CALL_S = 0.2e-3
 
 # ---------------------------------------------------------------- grouped comparisons
 #: One (value, entry) comparison with its byte sum (SIMD; the grouped counts).
-GROUPED_COMPARE_S = 0.17e-9
+GROUPED_COMPARE_S = 0.15e-9
 #: One NumPy call of the grouped counts' inner loop (with its gather of a block of rows).
-GROUPED_CALL_S = 3e-6
+GROUPED_CALL_S = 0.4e-6
 #: One output cell of a grouped count (levels combined, transposed into a table).
-GROUPED_CELL_S = 2e-9
+GROUPED_CELL_S = 1.1e-9
 
 # ---------------------------------------------------------------- sorted runs
 #: One entry of a row sort of small integer keys, rows of at most ``SORT_SHORT_ROWS`` entries
 #: (sorting networks: about a nanosecond an entry whatever the row).
-SORT_SHORT_S = 1.4e-9
+SORT_SHORT_S = 0.8e-9
 #: Longest row sorted at the short-row rate.
 SORT_SHORT_ROWS = 512
 #: One entry of a longer row (a quicksort), plus ``SORT_LOG_S`` per doubling of the row past ``SORT_SHORT_ROWS``.
-SORT_LONG_S = 3e-9
-SORT_LOG_S = 3.5e-9
+SORT_LONG_S = 6e-9
+SORT_LOG_S = 5.7e-9
 #: One entry of the sums over runs of sorted keys that are mostly distinct (only repeats are read).
-RUN_ENTRY_S = 0.4e-9
+RUN_ENTRY_S = 0.25e-9
 #: One entry of the sums over runs of sorted keys with many repeats (one looked-up value per run).
-RUN_REPEAT_S = 1.5e-9
+RUN_REPEAT_S = 0.6e-9
 
 # ---------------------------------------------------------------- bitsets
 #: One 64-bit word ANDed with another and population-counted (NumPy's bitwise_count).
-BITSET_WORD_S = 0.5e-9
+BITSET_WORD_S = 1.7e-9
 
 # ---------------------------------------------------------------- one-hot products
 #: One multiply-add of one-hot Gram products on the CPU, float32.
-PRODUCT_MADD_S = 0.03e-9
+PRODUCT_MADD_S = 0.045e-9
 #: The same in int8 with int32 sums (``torch._int_mm``; AVX-512 VNNI).
-PRODUCT_MADD_INT8_S = 0.006e-9
+PRODUCT_MADD_INT8_S = 0.01e-9
 #: One multiply-add on a GPU (float32 tensor cores are far faster; this is a bound).
 PRODUCT_MADD_GPU_S = 0.0025e-9
 #: One product call (per class).
-PRODUCT_CALL_S = 20e-6
+PRODUCT_CALL_S = 2e-6
 #: One entry of the float32 one-hot codes built for the products (once per fit).
-ONEHOT_S = 9e-9
+ONEHOT_S = 10e-9
 #: One entry of int8 one-hot codes (built by comparisons).
-ONEHOT_INT8_S = 2e-9
+ONEHOT_INT8_S = 1.4e-9
 
 # ---------------------------------------------------------------- batches of weighted members
 #: One code of one bincount pass over a member's rows (weighted; members' own tables).
-MEMBER_PASS_S = 2.5e-9
+MEMBER_PASS_S = 2.2e-9
 #: One multiply-add of the weight-pattern sums (member x pattern x cell, float64).
-PATTERN_MADD_S = 0.4e-9
+PATTERN_MADD_S = 0.2e-9
 
 # ---------------------------------------------------------------- decisions that are not costs
 #: Members share each pick's count when at most this fraction of their weights differ from 1
