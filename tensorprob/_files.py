@@ -54,7 +54,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
     >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
     >>> with atomic_write(path, "w") as fh:
     ...     _ = fh.write("complete")
-    >>> open(path).read()
+    >>> with open(path) as fh:
+    ...     fh.read()
     'complete'
     """
     if mode not in ("wb", "w"):

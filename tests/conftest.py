@@ -69,6 +69,16 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=gone)
         items[:] = [item for item in items if item.get_closest_marker("cuda") is None]
         config.stash[_CUDA_DESELECTED] = len(gone)
+        if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary
+            config.workeroutput["cuda_deselected"] = len(gone)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist's controller: take the count of a worker (every worker collects the same tests)."""
+    n = getattr(node, "workeroutput", {}).get("cuda_deselected", 0)
+    if n:
+        node.config.stash[_CUDA_DESELECTED] = n
 
 
 def pytest_report_header(config):

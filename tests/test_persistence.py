@@ -12,7 +12,7 @@ import tensorprob as tp
 def _fit(y, X=None):
     rng = np.random.default_rng(0)
     X = rng.integers(0, 3, (len(y), 3)) if X is None else X
-    return tp.fit_cpd(pd.DataFrame(X, columns=["p", "q", "r"]), rank=2, y=y, random_state=0, n_iter_max=10)
+    return tp.fit_cpd(pd.DataFrame(X, columns=["p", "q", "r"]), rank=2, y=y, random_state=0, n_iter_max=10, tol=0)
 
 
 LABELS = {
