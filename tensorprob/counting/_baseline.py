@@ -1,0 +1,280 @@
+"""Tables counted from the entries off each feature's most frequent value: work per entry that is not the usual one.
+
+Most entries of typical codes sit at their feature's most frequent value, its *baseline*
+``b_c`` (the background of an image, the zero count of a word). The ``baseline`` strategy keeps,
+once per run, the other entries of every feature (row, value), in column order, and counts each
+table from them alone: with ``g`` the group of a row (the pick's value and the class, ``a C + y``),
+
+    n(c, v, g)   = #{off-baseline rows of c with value v in group g}      (v != b_c)
+    n(c, b_c, g) = n(g) - sum_{v != b_c} n(c, v, g),
+
+the group sizes ``n(g)`` the same for every candidate. A step then costs one gather and one
+count per off-baseline entry plus a few operations per (candidate, group), instead of one
+update per entry: about a sixth of the work on 5-bin image codes, a twentieth on word counts.
+The counts are exact integers, and the entropies take the ``n log n - sum c log c`` form of
+:class:`~tensorprob.counting.TableInformation`.
+
+The off-baseline cells of a block of candidates are counted by a histogram where they are few
+per candidate (small alphabets), and by sorting their keys and reading the runs where the
+tables would have more cells than entries.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from .._config import setting
+from . import _costs
+from ._planner import Request, Strategy, register
+from ._sorted import run_sums
+from ._tables import _XLOGX_MAX, Quantities, _xlogx
+
+_CPU = torch.device("cpu")
+
+#: Off-baseline entries per block of candidates (their keys and counts stay in cache).
+_BLOCK_ENTRIES = 1 << 18
+
+
+class OffBaseline:
+    """The entries of every feature off its baseline value, in column order, made once per run.
+
+    Attributes
+    ----------
+    baseline : ndarray of shape (N,)
+        Each feature's most frequent value (the lowest of tied ones).
+    rows, values : ndarray of shape (nnz,)
+        Row (int32) and value (int16) of each off-baseline entry, feature by feature.
+    owned : ndarray of shape (nnz,)
+        ``feature * card + value`` of each entry (int64).
+    starts : ndarray of shape (N + 1,)
+        Where each feature's entries start.
+    """
+
+    def __init__(self, fm: np.ndarray, card: int) -> None:
+        N, M = fm.shape
+        counts = np.zeros((N, card), dtype=np.int64)
+        step = max(1, (1 << 22) // max(1, M))
+        for s in range(0, N, step):  # per-feature histograms, a block of features at a time
+            blk = fm[s:s + step].astype(np.int64) + (np.arange(min(step, N - s)) * card)[:, None]
+            counts[s:s + step] = np.bincount(blk.ravel(), minlength=blk.shape[0] * card).reshape(-1, card)
+        self.baseline = counts.argmax(1)
+        rows, values, per = [], [], np.empty(N, dtype=np.int64)
+        for s in range(0, N, step):  # the other entries, a block of features at a time (bounded temporaries)
+            blk = fm[s:s + step]
+            c, r = np.nonzero(blk != self.baseline[s:s + step, None])
+            rows.append(r.astype(np.int32))
+            values.append(blk[c, r].astype(np.int16))
+            per[s:s + step] = np.bincount(c, minlength=blk.shape[0])
+        self.rows = np.concatenate(rows) if rows else np.zeros(0, np.int32)
+        self.values = np.concatenate(values) if values else np.zeros(0, np.int16)
+        self.starts = np.concatenate([[0], np.cumsum(per)])
+        self.nnz = int(self.starts[-1])
+        # feature * card + value of every entry: the first digits of every key, made once
+        self.owned = np.repeat(np.arange(N, dtype=np.int64) * card, per) + self.values
+
+
+def _runs_by_owner(keys: np.ndarray, span: int, n: int, L: np.ndarray) -> np.ndarray:
+    """``sum over runs of L[length]`` of the sorted 1-D ``keys``, per owner ``key // span`` (n owners)."""
+    if keys.size == 0:
+        return np.zeros(n)
+    B = np.empty(keys.size, dtype=bool)
+    B[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=B[1:])
+    st = np.flatnonzero(B)
+    lens = np.empty(st.size, dtype=np.int64)
+    np.subtract(st[1:], st[:-1], out=lens[:-1])
+    lens[-1] = keys.size - st[-1]
+    return np.bincount(keys[st] // span, weights=L.take(lens), minlength=n)
+
+
+def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarray, G: int, C: int, card: int,
+                          M: int, margin: bool, full: bool = True,
+                          g_of_entry=None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``sum_cells c log c`` of the (x_c, g) tables of the candidates, and of their ``g // C`` margins.
+
+    Parameters
+    ----------
+    off : OffBaseline
+    cols : ndarray or None
+        The candidates (None: every feature).
+    g : ndarray of shape (M,) or (n, M)
+        Group of every row, ``0 .. G - 1``: shared, or one row of groups per candidate (listed pairs).
+    G, C : int
+        Groups, and the span of their last digit (the class; 1 without it).
+    card : int
+        Values of the largest alphabet.
+    M : int
+        Rows.
+    margin, full : bool
+        Which sums: of the ``g // C`` margins, of the full tables.
+    """
+    L = _xlogx(M, _CPU).numpy()
+    feats = np.arange(len(off.baseline)) if cols is None else np.asarray(cols)
+    n = feats.size
+    shared = g.ndim == 1
+    sizes = np.bincount(g, minlength=G) if shared else None
+    out_full = np.zeros(n) if full else None
+    out_margin = np.zeros(n) if margin and C > 1 else None
+    GA = G // C
+    counts_per = off.starts[feats + 1] - off.starts[feats]
+    # blocks of candidates of about _BLOCK_ENTRIES entries (a candidate with more is a block alone)
+    csum = np.concatenate([[0], np.cumsum(counts_per)])
+    cuts = [0]
+    while cuts[-1] < n:
+        nxt = int(np.searchsorted(csum, csum[cuts[-1]] + _BLOCK_ENTRIES, side="right")) - 1
+        cuts.append(min(n, max(nxt, cuts[-1] + 1)))
+    whole = cols is None  # every feature: each block's entries are one slice
+    for pos, end in itertools.pairwise(cuts):
+        nb = end - pos
+        total = int(csum[end] - csum[pos])
+        if whole:
+            sl = slice(int(off.starts[pos]), int(off.starts[end]))
+            r, ov = off.rows[sl], off.owned[sl] - pos * card
+        else:  # the entries of the block's candidates: runs starting at each candidate's first entry
+            lens = counts_per[pos:end]
+            idx = np.repeat(off.starts[feats[pos:end]] - (csum[pos:end] - csum[pos]), lens) + np.arange(total)
+            r = off.rows[idx]
+            ov = off.values[idx].astype(np.int64) + np.repeat(np.arange(nb) * card, lens)
+        gr = g[r] if shared else g[pos:end][ov // card, r]
+        key = ov * G + gr  # (candidate, value, group): its margin (candidate, value, a) is key // C
+        # the off-baseline entries of every (candidate, group): the baseline cell is the group's rest
+        S = np.bincount((ov // card) * G + gr, minlength=nb * G).reshape(nb, G)
+        base = (np.broadcast_to(sizes, (nb, G)) if shared else _group_sizes(g[pos:end], G)) - S
+        span = card * G
+        if nb * span <= min(12 * max(total, 1), 1 << 22):  # few cells per entry: a histogram
+            cnt = np.bincount(key, minlength=nb * span)
+            if out_full is not None:
+                out_full[pos:end] = L.take(cnt).reshape(nb, span).sum(1) + L.take(base).sum(1)
+            if out_margin is not None:
+                m = cnt.reshape(nb * card * GA, C).sum(1)
+                out_margin[pos:end] = L.take(m).reshape(nb, -1).sum(1) + L.take(base.reshape(nb, GA, C).sum(2)).sum(1)
+        else:  # more cells than entries: the runs of the sorted keys
+            own = ov // card
+            lens = np.bincount(own, minlength=nb)
+            width = int(lens.max(initial=0))
+            if nb * width <= 4 * max(total, 1):  # each candidate's keys one row, sorted row by row (fast)
+                pad = np.full((nb, width), span, dtype=np.int32 if span * C < 2**31 else np.int64)
+                at = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+                pad[own, at] = key - own * span  # a candidate's keys relative to it, the padding above them
+                pad.sort(axis=1)
+                fill = L.take(width - lens)  # the padding's run
+                full_sums = run_sums(pad, L) - fill if out_full is not None else None
+                margin_sums = run_sums(pad // C, L) - fill if out_margin is not None else None
+            else:  # very uneven candidates: one sort of the block
+                key.sort()
+                full_sums = _runs_by_owner(key, span, nb, L) if out_full is not None else None
+                margin_sums = _runs_by_owner(key // C, card * GA, nb, L) if out_margin is not None else None
+            if out_full is not None:
+                out_full[pos:end] = full_sums + L.take(base).sum(1)
+            if out_margin is not None:
+                out_margin[pos:end] = margin_sums + L.take(base.reshape(nb, GA, C).sum(2)).sum(1)
+    if out_margin is None and margin:  # no class digit: the margin is the full table
+        out_margin = out_full
+    return out_full, out_margin
+
+
+def _group_sizes(g: np.ndarray, G: int) -> np.ndarray:
+    """Group sizes of every row of ``g`` (n, M): (n, G)."""
+    n = g.shape[0]
+    return np.bincount((g + (np.arange(n) * G)[:, None]).ravel(), minlength=n * G).reshape(n, G)
+
+
+@register
+class Baseline(Strategy):
+    """Counts from each feature's entries off its most frequent value (:func:`baseline_entropy_sums`).
+
+    Complete, unweighted codes in memory on the CPU, in one process: each table holds all M
+    rows, the baseline cells are the group sizes less the other cells, and the entropies
+    without the pair come from the class table. Pays where most entries are at the baseline
+    (images, counts).
+    """
+
+    name = "baseline"
+    kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
+
+    def __init__(self, data) -> None:
+        super().__init__(data)
+        self._off: OffBaseline | None = None
+
+    def applies(self, req: Request) -> str | None:
+        d = self.data
+        if d.codes.device.type != "cpu":
+            return "the codes are not on the CPU"
+        if d.stream is not None or d.distributed:
+            return "streamed or distributed rows (its sums are not additive over blocks of rows)"
+        if not d.complete or d.weights is not None:
+            return "missing entries or weights (it counts complete, unweighted rows)"
+        if d.n_total > _XLOGX_MAX:
+            return "more rows than the m log m lookup table holds"
+        if req.kind != "relevance" and d.marginal_entropies() is None:
+            return "no marginal entropies of the class table"
+        if d.n_features * d.n_total * 10 > setting("memory_budget"):  # an off-baseline entry: 10 bytes at most
+            return "the off-baseline entries could exceed memory_budget"
+        return None
+
+    def _entries(self) -> OffBaseline:
+        if self._off is None:
+            d = self.data
+            self._off = OffBaseline(d.codes.T.numpy(), d.max_card)
+        return self._off
+
+    def seconds(self, req: Request) -> float:
+        d = self.data
+        N, M, I = d.n_features, d.n_total, d.max_card
+        # the share of entries off the baseline: known once the entries are made, else the
+        # class table's counts tell (the most frequent value of each feature)
+        if self._off is not None:
+            frac = self._off.nnz / max(1, N * M)
+        else:
+            frac = _off_fraction(d)
+        C = 1 if req.kind == "pair_free" else d.n_classes
+        A = 1 if req.kind == "relevance" else d.max_card if req.kind == "pairs" else int(d.cards[req.j])
+        n = len(req.cand) if req.kind == "pairs" else (N if req.cols is None else len(req.cols))
+        build = 0.0 if self._off is not None else N * M * 3 * _costs.KEY_S / max(1, d.planner.expected.get(req.kind, 1))
+        entries = n * M * frac
+        margins = 2 if C > 1 else 1
+        span = I * A * C
+        # the off-baseline cells by a histogram or by sorted rows, whichever the block takes
+        cells = min(n * span * _costs.CELL_S * margins,
+                    entries * (_costs.SORT_SHORT_S + 2 * _costs.KEY_S + margins * _costs.RUN_REPEAT_S))
+        return (entries * (5 * _costs.KEY_S + 2 * _costs.SCATTER_S) + cells + n * A * C * 2 * _costs.CELL_S * margins
+                + build + _costs.BLOCK_CALL_S * (entries // _BLOCK_ENTRIES + 1))
+
+    def count(self, req: Request) -> Quantities:
+        from ._sorted import _missing_entropies
+
+        d = self.data
+        off = self._entries()
+        M, I = d.n_total, d.max_card
+        y = d.y.numpy().astype(np.int64)
+        if req.kind == "relevance":
+            xb, x = baseline_entropy_sums(off, None, y, d.n_classes, d.n_classes, I, M, True)
+            return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})
+        need = _missing_entropies(req)
+        C = 1 if req.kind == "pair_free" else d.n_classes
+        if req.kind == "pairs":
+            A = int(d.cards[req.sel].max(initial=1))
+            g = d.pick_keys()[req.sel].astype(np.int64)
+            cols = req.cand
+        else:
+            A = int(d.cards[req.j])
+            a = d.codes.T.numpy()[req.j].astype(np.int64)
+            g = a * C + (y if C > 1 else 0)
+            cols = req.cols
+        xab, xa = baseline_entropy_sums(off, cols, g, A * C, C, I, M, "h_xa" in need and C > 1,
+                                        full="h_xab" in need or C == 1)
+        if C == 1:
+            xa, xab = xab, None
+        return d.entropies_from_sums(req, {"h_xab": xab, "h_xa": xa})
+
+
+def _off_fraction(d) -> float:
+    """The share of entries off their feature's most frequent value, from the class table when it is counted."""
+    T = d._class_table
+    if T is None:
+        return 0.5  # unknown before any count: a middling guess
+    per = T.sum(3)[:, :, 0]  # (N, I) value counts
+    top = per.max(1).values.sum()
+    return float(1.0 - top / max(1.0, float(per.sum())))
