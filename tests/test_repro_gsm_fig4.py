@@ -78,3 +78,48 @@ def test_split_commits_name_each_commit_with_its_splits(script):
                                                  "abc1234 (chess splits 5, 7; mnist split 1)")
     assert script.split_commits(r.drop(columns="commit"), "26deeb4") == "26deeb4"
     assert script.split_commits(pd.DataFrame(), "26deeb4") == "26deeb4"
+
+
+def test_band_edges_cut_the_last_band_at_k(script):
+    assert script.band_edges(30) == [(1, 10), (11, 20), (21, 30)]
+    assert script.band_edges(25) == [(1, 10), (11, 20), (21, 25)]
+    assert script.band_edges(6) == [(1, 6)]
+
+
+def test_paired_test_against_scipy(script):
+    from scipy.stats import ttest_rel, wilcoxon
+
+    a = np.array([0.80, 0.82, 0.79, 0.85, 0.81, 0.83])
+    b = a - np.array([0.01, 0.02, -0.005, 0.03, 0.015, 0.01])
+    t = script.paired_test(a, b)
+    assert t["n"] == 6 and np.isclose(t["diff"], (a - b).mean())
+    assert np.isclose(t["p_t"], ttest_rel(a, b).pvalue) and np.isclose(t["p_w"], wilcoxon(a, b).pvalue)
+    same = script.paired_test(a, a)  # no difference: no test
+    assert same["diff"] == 0 and np.isnan(same["p_t"]) and np.isnan(same["p_w"])
+    assert np.isnan(script.paired_test([0.5], [0.4])["p_t"])
+
+
+def test_paired_rows_pair_the_splits_band_by_band(script):
+    # the variant is 2 points ahead of MRMR on k = 1..10 and 1 point behind on 11..20 on every split, and
+    # level with JMIM; a split the variant did not run is left out of its pairs
+    rows = []
+    for split in range(4):
+        for k in range(1, 21):
+            for m, acc in ((script.GSM, 0.5 + 0.01 * split), ("MRMR", 0.5 + 0.01 * split + (-0.02 if k <= 10 else 0.01)),
+                           ("JMIM", 0.5 + 0.01 * split)):
+                if m == script.GSM and split == 3:
+                    continue
+                rows.append({"dataset": "coil20", "input": "codes", "method": m, "split": split, "k": k,
+                             "accuracy": acc})
+    out = {(r["baseline"], r["k"]): r for r in script.paired_rows(pd.DataFrame(rows), ["coil20"], "codes")}
+    assert set(out) == {(b, k) for b in ("MRMR", "JMIM") for k in ("1..20 (mean)", "1..10", "11..20")}
+    assert out[("MRMR", "1..10")]["splits"] == 3 and np.isclose(out[("MRMR", "1..10")]["points"], 2.0)
+    assert np.isclose(out[("MRMR", "11..20")]["points"], -1.0) and out[("MRMR", "11..20")]["splits ahead"] == 0
+    assert np.isclose(out[("MRMR", "1..20 (mean)")]["points"], 0.5)
+    assert out[("JMIM", "1..20 (mean)")]["points"] == 0 and np.isnan(out[("JMIM", "1..20 (mean)")]["p (paired t)"])
+
+
+def test_four_largest_sets_by_three_readings(script):
+    by_cells = script.largest(lambda n, m: n * m)
+    assert "MNIST" in script.largest(lambda n, m: m) and "MNIST" in script.largest(lambda n, m: n) and "MNIST" in by_cells
+    assert "COIL-20" in by_cells and "Chess" not in by_cells and "Chess" in script.largest(lambda n, m: m)
