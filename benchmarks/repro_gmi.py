@@ -1,7 +1,8 @@
 """Reproduction of paper 003 (GMI, Sekeh & Hero, ICASSP 2019): Table 1 (MNIST) and the synthetic figures.
 
     python benchmarks/repro_gmi.py [--quick] [--repeats 10] [--seed 0] [--threads 1] [--from-csv]
-        [--iterations 50] [--sizes 100,200,400,800,1600,3200] [--rho 0.8] [--parts table1,synthetic]
+        [--iterations 50] [--sizes 100,200,400,800,1600,3200] [--rho 0.8] [--parts table1,synthetic,trees]
+        [--tree-sizes 100,...,12800] [--tree-iterations 5]
 
 **Table 1.** MNIST accuracy of an SVM on the 10 / 15 / 20 principal components that each
 selector keeps out of the first 30, when the selector sees N = 100, 300 or 500 training images.
@@ -37,7 +38,11 @@ mean square around 0. A second setting (not in the paper) uses the class covaria
 Riemann sum on a fine grid (float64; checked against Monte Carlo in ``tests/test_repro_gmi.py``).
 The runtime panel (Fig. 2) times, on the same samples, GMI's estimate (one global tree of N
 points) and the pairwise Dp bound (one tree per class pair: m (m - 1) / 2 trees of 2N/m points,
-built in one batch), each the median over the iterations.
+built in one batch), each the median over the iterations. Part ``trees`` times the trees alone
+under two builders: the library's batched dense Prim (O(n^2) per tree) and the Euclidean MST of
+the Delaunay triangulation (SciPy, O(n log n) per tree, exact in the plane, the pairs' trees
+built one after another), checking that both give the same cross-edge counts
+(``results/gmi_trees.csv``, ``results/gmi_trees.png``).
 
 Writes ``results/gmi.md``, ``results/gmi_table1.csv`` (per split), ``results/gmi_selections.csv``
 (the 20 components each selector kept, per N and split), ``results/gmi_synthetic.csv`` (per
@@ -71,7 +76,7 @@ from tensorprob.evaluation import (
     selection_agreement,
     win_tie_loss,
 )
-from tensorprob.information._mst import class_pair_cross_edges
+from tensorprob.information._mst import batched_mst, class_pair_cross_edges, mst_cross_counts
 
 warnings.simplefilter("ignore")  # LinearSVC convergence warnings
 
@@ -317,6 +322,155 @@ def synthetic(args):
     return rows
 
 
+# ------------------------------------------------------------------ Fig. 2 with an O(n log n) tree builder
+def delaunay_mst(P: np.ndarray) -> np.ndarray:
+    """Euclidean minimum spanning tree of 2-D points in O(n log n): SciPy's MST of the Delaunay graph.
+
+    Every edge of a Euclidean MST in the plane is a Delaunay edge, so the MST of the Delaunay
+    triangulation's (at most 3n - 6) edges is the Euclidean MST of the points. Returns the
+    (n - 1, 2) array of tree edges. Coincident points get a tiny positive edge (SciPy's sparse
+    graphs read a weight of 0 as no edge).
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.spatial import Delaunay
+
+    P = np.asarray(P, dtype=np.float64)
+    n = len(P)
+    if n < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    if n == 2:
+        return np.array([[0, 1]])
+    t = Delaunay(P).simplices
+    e = np.unique(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [0, 2]]]), axis=1), axis=0)
+    w = np.maximum(np.linalg.norm(P[e[:, 0]] - P[e[:, 1]], axis=1), 1e-300)
+    tree = minimum_spanning_tree(coo_matrix((w, (e[:, 0], e[:, 1])), shape=(n, n))).tocoo()
+    return np.c_[tree.row, tree.col].astype(np.int64)
+
+
+def delaunay_pair_cross_edges(P: np.ndarray, y: np.ndarray, m: int) -> np.ndarray:
+    """C_ij of the pairwise Dp bound (``class_pair_cross_edges``), one Delaunay MST per class pair, in turn."""
+    out = np.zeros((m, m), dtype=np.int64)
+    for i in range(m):
+        for j in range(i + 1, m):
+            idx = np.flatnonzero((y == i) | (y == j))
+            e = delaunay_mst(P[idx])
+            out[i, j] = int((y[idx][e[:, 0]] != y[idx][e[:, 1]]).sum())
+    return out
+
+
+def tree_timing(args):
+    """Seconds of the trees behind one GMI estimate (one tree of N points) and one Dp estimate (a tree per class
+    pair) under the library's batched dense Prim and under the O(n log n) Delaunay builder, on the paper's
+    synthetic model (rho = 0); the two builders' cross-edge counts are checked equal."""
+    rows = []
+    sizes = [int(s) for s in args.tree_sizes.split(",")]
+    delaunay_mst(np.random.default_rng(0).normal(size=(50, 2)))  # imports and first-call costs, not timed
+    batched_mst(torch.zeros(1, 3, 2, dtype=torch.float64))
+    for m in MS:
+        for n in sizes:
+            for it in range(args.tree_iterations):
+                rng = np.random.default_rng([args.seed, m, n, it, 7])
+                X, y = sample_model(n, m, 0.0, rng)
+                Z = (X - X.mean(0)) / X.std(0, ddof=1)
+                Zt, yt = torch.as_tensor(Z), torch.as_tensor(y)
+                row = {"m": m, "N": len(y), "iteration": it}
+                t = time.perf_counter()
+                edges, _ = batched_mst(Zt.unsqueeze(0))
+                prim_cross = mst_cross_counts(edges, yt.unsqueeze(0), m)
+                row["gmi_prim_seconds"] = time.perf_counter() - t
+                t = time.perf_counter()
+                e = delaunay_mst(Z)
+                dl_cross = np.zeros((m, m), dtype=np.int64)
+                np.add.at(dl_cross, (y[e[:, 0]], y[e[:, 1]]), 1)
+                row["gmi_delaunay_seconds"] = time.perf_counter() - t
+                t = time.perf_counter()
+                c_prim = class_pair_cross_edges(Zt, yt, m)
+                row["dp_prim_seconds"] = time.perf_counter() - t
+                t = time.perf_counter()
+                c_dl = delaunay_pair_cross_edges(Z, y, m)
+                row["dp_delaunay_seconds"] = time.perf_counter() - t
+                # the same trees (distinct weights: the MST is unique): equal cross-edge counts
+                dl_sym = dl_cross + dl_cross.T - np.diag(np.diag(dl_cross))
+                row["gmi_trees_agree"] = bool(np.array_equal(prim_cross[0].cpu().numpy(), dl_sym))
+                pi, pj = np.triu_indices(m, 1)
+                row["dp_trees_agree"] = bool(np.array_equal(c_prim.cpu().numpy(), c_dl[pi, pj]))
+                rows.append(row)
+            print(f"trees m = {m}: up to N = {n} done", flush=True)
+    return rows
+
+
+def _tree_summary(df):
+    g = df.groupby(["m", "N"], sort=True)
+    out = g.agg(**{c: (c, "median") for c in ("gmi_prim_seconds", "dp_prim_seconds", "gmi_delaunay_seconds",
+                                                "dp_delaunay_seconds")},
+                runs=("iteration", "size"), agree=("dp_trees_agree", "all"),
+                gmi_agree=("gmi_trees_agree", "all")).reset_index()
+    out["Dp / GMI, dense Prim"] = out["dp_prim_seconds"] / out["gmi_prim_seconds"]
+    out["Dp / GMI, Delaunay"] = out["dp_delaunay_seconds"] / out["gmi_delaunay_seconds"]
+    return out
+
+
+def plot_trees(summary, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    for a, builder in zip(ax, ("prim", "delaunay")):
+        for m in MS:
+            s = summary[summary["m"] == m]
+            line = a.loglog(s["N"], s[f"gmi_{builder}_seconds"], "o-", label=f"GMI tree, m = {m}")
+            a.loglog(s["N"], s[f"dp_{builder}_seconds"], "s--", color=line[0].get_color(), label=f"Dp trees, m = {m}")
+        a.set(xlabel="total sample size N", ylabel="seconds (median)",
+              title="batched dense Prim (tensorprob)" if builder == "prim" else "Delaunay + SciPy MST, O(n log n)")
+        a.legend(fontsize=7)
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _trees_reading(big) -> str:
+    """What the largest-N row says about the paper's Fig. 2 claim (GMI faster, more so with more classes)."""
+    big = big.sort_values("m")
+    dl, pr = big["Dp / GMI, Delaunay"].to_numpy(), big["Dp / GMI, dense Prim"].to_numpy()
+    many = big["m"].to_numpy() > 2
+    dl_holds = bool(np.all(dl[many] > 1) and np.all(np.diff(dl) > 0))
+    pr_holds = bool(np.all(pr[many] > 1) and np.all(np.diff(pr) > 0))
+    out = ("Expected from the operation counts: an O(n log n) builder spends about (m - 1) times GMI's work on the "
+           "pairs' trees (each point lies in m - 1 pairs), the dense Prim 2 (m - 1) / m N^2 against N^2 with the "
+           "pairs in one batch. ")
+    out += ("With the Delaunay builder GMI is the faster estimate for m > 2 and its lead grows with m, which is "
+            "the paper's Fig. 2 claim; " if dl_holds else
+            "With the Delaunay builder the paper's claim (GMI faster, more so as m grows) does not hold at this N; ")
+    out += ("with the batched dense Prim it holds as well." if pr_holds else
+            "with the batched dense Prim it does not (the pairs' trees are cheaper than GMI's one tree).")
+    return out
+
+
+def _trees_report(trees, args):
+    s = _tree_summary(trees)
+    cols = ["m", "N", "gmi_prim_seconds", "dp_prim_seconds", "Dp / GMI, dense Prim", "gmi_delaunay_seconds",
+            "dp_delaunay_seconds", "Dp / GMI, Delaunay", "runs", "agree"]
+    big = s[s["N"] == s["N"].max()]
+    ratios = ", ".join(f"m = {int(r['m'])}: {r['Dp / GMI, Delaunay']:.1f}x (dense Prim {r['Dp / GMI, dense Prim']:.2f}x)"
+                       for _, r in big.iterrows())
+    return ["## Fig. 2 with an O(n log n) tree builder", "",
+            "Only the trees are timed here (no splitting, permuting or scoring), on draws of the paper's model "
+            "(rho = 0, standardized): GMI's one tree over the N points, and Dp's m (m - 1) / 2 trees, one per class "
+            "pair over that pair's points. Builders: tensorprob's batched dense Prim (`batched_mst`, "
+            "`class_pair_cross_edges`: O(n^2) per tree, the pairs' trees in one batch) and the Euclidean MST of "
+            "the Delaunay triangulation (SciPy `Delaunay` + `minimum_spanning_tree`, O(n log n) per tree, exact "
+            "in the plane; the pairs' trees one after another, as a per-pair implementation would build them). "
+            "'agree': the two builders' trees gave the same cross-edge counts in every run. Seconds: median over "
+            f"{args.tree_iterations} draws, one thread, on the shared machine.", "",
+            markdown(s.to_dict("records"), cols), "",
+            f"At N = {int(s['N'].max()):,} the Dp trees take {ratios} GMI's tree time. " + _trees_reading(big), "",
+            f"Plot: `{os.path.basename(SCRIPT.path('trees', 'png'))}`.", ""]
+
+
 # ------------------------------------------------------------------ report
 def _synth_summary(df):
     g = df.assign(sq=(df["estimate"] - df["oracle"]) ** 2).groupby(["setting", "rho", "m", "N"], sort=False)
@@ -416,14 +570,15 @@ def _selection_report(picks):
             "splits):", "", markdown(agree, ["N"] + [f"overlap k={k}" for k in KS]), ""]
 
 
-def report(args, t1, info, synth, minutes, picks=None, recorded=None):
+def report(args, t1, info, synth, minutes, picks=None, recorded=None, trees=None):
     quick = args.quick
     curves = accuracy_curves(t1, by=("dataset", "classifier", "method"), scale=100)
     out = [f"# Paper 003 (GMI): Table 1 and the synthetic figures{' (QUICK SMOKE RUN)' if quick else ''}", "",
            f"{SCRIPT.header(recorded)}; total {minutes:.1f} min on a shared 2-core machine (timings are indicative "
-           "only). Interpretation: `benchmarks/results/gmi_section.md`.", ""]
+           "only). Interpretation: `benchmarks/REPRODUCTIONS.md`.", ""]
     columns = ["dataset", "samples", "pixels", "classes", "PCA fit", "components", "explained variance", "eval pool",
                "train / test", "selector N", "table1 minutes", "synthetic minutes", "table1 commit", "synthetic commit"]
+    columns += [c for c in ("trees minutes", "trees commit") if c in info]
     out += report_head(quick, [info], columns, f"{args.repeats} splits, {args.iterations} iterations, "
                        f"sizes {args.sizes}")
     out += ["## Table 1: SVM accuracy (%) on the k kept components, ours mean ± std over splits [paper]", "",
@@ -495,6 +650,8 @@ def report(args, t1, info, synth, minutes, picks=None, recorded=None):
                 f"Plot: `{os.path.basename(SCRIPT.path('synthetic', 'png'))}` (left: MSE against N in the paper's "
                 "setting, as its Fig. 1; middle: mean ± std of the estimate against the exact bound in the correlated "
                 "setting; right: seconds per estimate of GMI and of pairwise Dp, as its Fig. 2).", ""]
+    if trees is not None and len(trees):
+        out += _trees_report(trees, args)
     return "\n".join(out) + "\n"
 
 
@@ -504,11 +661,15 @@ def main(argv=None):
                        options={"iterations": (50, "iterations per synthetic cell (paper: 50)"),
                                 "sizes": ("100,200,400,800,1600,3200", "total sample sizes of the synthetic figure"),
                                 "rho": (0.8, "within-class correlation of the second synthetic setting"),
-                                "parts": ("table1,synthetic", "what to run; a part not run is read from its CSV "
-                                                              "(an earlier run in --out-dir)")})
+                                "parts": ("table1,synthetic,trees", "what to run; a part not run is read from "
+                                                                    "its CSV (an earlier run in --out-dir)"),
+                                "tree-sizes": ("100,200,400,800,1600,3200,6400,12800",
+                                               "total sample sizes of the tree-builder timing (Fig. 2)"),
+                                "tree-iterations": (5, "draws per cell of the tree-builder timing")})
     args = SCRIPT.parse(ap, argv)
     if args.quick:
         args.repeats, args.iterations, args.sizes = 2, 3, "100,400"
+        args.tree_iterations, args.tree_sizes = 2, "100,400"
 
     recorded = None
     if args.from_csv:
@@ -520,17 +681,19 @@ def main(argv=None):
             raise SystemExit(f"--from-csv: {SCRIPT.path('table1')} does not exist")
     else:
         parts = set(args.parts.split(","))
-        if not parts <= {"table1", "synthetic"}:
-            ap.error("--parts must be from table1,synthetic")
+        if not parts <= {"table1", "synthetic", "trees"}:
+            ap.error("--parts must be from table1,synthetic,trees")
         old, old_commit = {}, None
         if os.path.exists(SCRIPT.path("data")):
             rows, _, old_commit = SCRIPT.read_meta("data")
             old = rows[0]
-        for part in ("table1", "synthetic"):  # the commit that produced each part's CSV
-            old.setdefault(f"{part} commit", old_commit or "")
+        for part in ("table1", "synthetic", "trees"):  # the commit that produced each part's CSV
+            if part != "trees" or part in parts or "trees commit" in old:
+                old.setdefault(f"{part} commit", old_commit or "")
             if part in parts:
                 old[f"{part} commit"] = SCRIPT.commit
-        keep = ("table1 minutes", "synthetic minutes", "table1 commit", "synthetic commit")
+        keep = ("table1 minutes", "synthetic minutes", "trees minutes", "table1 commit", "synthetic commit",
+                "trees commit")
         info = {k: v for k, v in old.items() if k in keep}
         started = time.perf_counter()
         if "table1" in parts:
@@ -549,11 +712,26 @@ def main(argv=None):
             info["synthetic minutes"] = (time.perf_counter() - t0) / 60
         else:
             synth = SCRIPT.read_csv("synthetic")
-        seconds = 60 * sum(float(info.get(k) or 0) for k in ("table1 minutes", "synthetic minutes"))
+        if "trees" in parts:
+            t0 = time.perf_counter()
+            SCRIPT.write_csv("trees", tree_timing(args))
+            info["trees minutes"] = (time.perf_counter() - t0) / 60
+        seconds = 60 * sum(float(info.get(k) or 0) for k in ("table1 minutes", "synthetic minutes", "trees minutes"))
         SCRIPT.write_meta([info], seconds)
     if synth is not None and len(synth):
         plot(_synth_summary(synth), SCRIPT.path("synthetic", "png"))
-    SCRIPT.publish(report(args, t1, info, synth, seconds / 60, SCRIPT.read_csv("selections"), recorded))
+    by_commit: dict = {}  # every part's commit: the header names each with its parts
+    for part in ("table1", "synthetic", "trees"):
+        c = str(info.get(f"{part} commit") or "")
+        if c:
+            by_commit.setdefault(c, []).append(part)
+    if by_commit:
+        recorded = (next(iter(by_commit)) if len(by_commit) == 1 else
+                    "; ".join(f"{c} ({', '.join(ps)})" for c, ps in by_commit.items()))
+    trees = SCRIPT.read_csv("trees")
+    if trees is not None and len(trees):
+        plot_trees(_tree_summary(trees), SCRIPT.path("trees", "png"))
+    SCRIPT.publish(report(args, t1, info, synth, seconds / 60, SCRIPT.read_csv("selections"), recorded, trees))
 
 
 if __name__ == "__main__":
