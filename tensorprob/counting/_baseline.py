@@ -232,7 +232,7 @@ class Baseline(Strategy):
         C = 1 if req.kind == "pair_free" else d.n_classes
         A = 1 if req.kind == "relevance" else d.max_card if req.kind == "pairs" else int(d.cards[req.j])
         n = len(req.cand) if req.kind == "pairs" else (N if req.cols is None else len(req.cols))
-        build = 0.0 if self._off is not None else N * M * 3 * _costs.KEY_S / max(1, d.planner.expected.get(req.kind, 1))
+        build = 0.0 if self._off is not None else N * M * _costs.OFF_BASELINE_BUILD_S / max(1, d.planner.expected.get(req.kind, 1))
         entries = n * M * frac
         margins = 2 if C > 1 else 1
         span = I * A * C
@@ -256,7 +256,7 @@ class Baseline(Strategy):
         C = 1 if req.kind == "pair_free" else d.n_classes
         if req.kind == "pairs":
             A = int(d.cards[req.sel].max(initial=1))
-            g = d.pick_keys()[req.sel].astype(np.int64)
+            g = d.pick_keys(req.sel).astype(np.int64)
             cols = req.cand
         else:
             A = int(d.cards[req.j])

@@ -45,6 +45,10 @@ RUN_ENTRY_S = 0.25e-9
 #: One entry of the sums over runs of sorted keys with many repeats (one looked-up value per run).
 RUN_REPEAT_S = 0.6e-9
 
+# ---------------------------------------------------------------- off-baseline entries
+#: One entry of the codes sorted into the entries off each feature's most frequent value (once per run).
+OFF_BASELINE_BUILD_S = 15e-9
+
 # ---------------------------------------------------------------- bitsets
 #: One 64-bit word ANDed with another and population-counted (NumPy's bitwise_count).
 BITSET_WORD_S = 1.7e-9

@@ -288,7 +288,7 @@ class Keyed(Strategy):
         if req.kind == "pairs":
             A = int(d.cards[req.sel].max(initial=1))
             x = fm[req.cand]
-            g = d.pick_keys()[req.sel]
+            g = d.pick_keys(req.sel)
         else:
             A = int(d.cards[req.j])
             x = fm if req.cols is None else fm[req.cols]

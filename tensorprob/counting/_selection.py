@@ -156,7 +156,7 @@ class SelectionData:
     _open: np.ndarray | None = field(default=None, init=False, repr=False)  # see retire (None: every column)
     _n_open: int = field(default=0, init=False, repr=False)  # features not retired
     _cols: Any = field(default=None, init=False, repr=False)  # see _open_columns (None: unknown, False: none)
-    _pick_keys: np.ndarray | None = field(default=None, init=False, repr=False)  # see pick_keys
+    _pick_keys: dict = field(default_factory=dict, init=False, repr=False)  # see pick_keys
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
     planner: Planner = field(init=False, repr=False)
 
@@ -621,19 +621,21 @@ class SelectionData:
         """Quantities of the (x_c, a = x_r, b = x_j) tables of every candidate, float64 (N,) each."""
         return self.planner.count(Request("triple", r=r, j=j, needed=tuple(needed)))
 
-    def pick_keys(self) -> np.ndarray:
-        """``x_s C + class`` of every feature s (N, M) in the narrowest integer type, made once (CPU, in memory).
+    def pick_keys(self, sel: np.ndarray) -> np.ndarray:
+        """``x_s C + class`` of the features ``sel`` (len(sel), M), each row made once per run (CPU, in memory).
 
-        The second digit of the keys of listed pairs (CMIM's lazy rounds read the same picks
-        many times).
+        The second digit of the keys of listed pairs: CMIM's lazy rounds read the same few picks
+        many times. In the narrowest integer type that holds the largest alphabet times the classes.
         """
-        if self._pick_keys is None:
-            C = self.n_classes
-            kt = np.int16 if self._max_card * C <= 2**15 else np.int32
-            keys = np.multiply(self.codes.T.numpy(), C, dtype=kt, order="C")
-            keys += self.y.numpy().astype(kt)
-            self._pick_keys = keys
-        return self._pick_keys
+        C = self.n_classes
+        kt = np.int16 if self._max_card * C <= 2**15 else np.int32
+        keys = self._pick_keys
+        for s in np.unique(sel).tolist():
+            if s not in keys:
+                row = np.multiply(self.codes[:, s].numpy(), C, dtype=kt)
+                row += self.y.numpy().astype(kt)
+                keys[s] = row
+        return np.stack([keys[s] for s in sel.tolist()]) if len(sel) else np.zeros((0, self.n_total), dtype=kt)
 
     # ------------------------------------------------------------------ what strategies hand back
     def finish(self, req: Request, T: torch.Tensor) -> Any:
