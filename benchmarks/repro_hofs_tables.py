@@ -21,7 +21,9 @@ the scikit-feature Lung codes (-2/0/2) are taken as they are; HOFS takes the raw
 0.2-wide bins; categorical columns as ordinal codes). The tree model of section 6.1 runs on
 ``--tree-samples`` draws of ``tensorprob.datasets.make_tree_model``; the heterogeneous model of
 section 6.2 on ``--heterogeneous-seeds`` draws of ``tensorprob.datasets.make_heterogeneous`` (HOFS,
-VMI-naive, VMI-pairwise, MIM and JMI; ``results/hofs_tables_heterogeneous.csv``). ``--datasets ""``
+VMI-naive, VMI-pairwise, MIM and JMI; ``results/hofs_tables_heterogeneous.csv``). ``--sensitivity``
+runs HOFS alone under the variants of its conditional term and several ICA seeds on ``--datasets``
+(``results/hofs_tables_sensitivity.csv``; the baselines' curves come from the main run). ``--datasets ""``
 with ``--tree-samples 0`` runs the heterogeneous model alone and keeps the tables' results.
 
 Writes ``results/hofs_tables.md`` and ``results/hofs_tables{,_curves,_wtl,_data,_tree}.csv``
@@ -249,6 +251,109 @@ def compute(args, names):
     return rows, curve_rows, wtl_rows, info
 
 
+# HOFS's conditional term under the readings of the paper and of the authors' R package (sensitivity runs):
+# name -> HOFS parameters. "printed" and "package" need HOFS's ``formula`` option, which this library does not
+# have yet: results/hofs_formula.patch adds it (the sensitivity runs record the patch with their commit).
+HOFS_VARIANTS = {"corrected": {}, "plug-in conditional": {"conditional": "plugin"},
+                 "printed eq. 24": {"formula": "printed"}, "R package": {"formula": "package"}}
+
+
+def hofs_variants(names):
+    """``{name: params}`` of the HOFS variants asked for that this library can run (a message for the others)."""
+    have = "formula" in tp.HOFS().get_params()
+    out = {}
+    for n in names:
+        if n not in HOFS_VARIANTS:
+            raise ValueError(f"unknown HOFS variant {n!r}; choose from {list(HOFS_VARIANTS)}")
+        if "formula" in HOFS_VARIANTS[n] and not have:
+            print(f"HOFS variant {n!r} skipped: this tensorprob's HOFS has no 'formula' option", flush=True)
+            continue
+        out[n] = HOFS_VARIANTS[n]
+    return out
+
+
+def sensitivity(args, names):
+    """HOFS under each variant and ICA seed, on the Table 2 protocol of every set (the same splits and k grid),
+    its mean error over k and W/T/L against the baselines' curves of the main run."""
+    variants = hofs_variants([v.strip() for v in args.sensitivity_variants.split(",") if v.strip()])
+    seeds = [int(v) for v in args.sensitivity_seeds.split(",")]
+    base_curves = SCRIPT.read_csv("curves", keep_default_na=False)
+    rows = []
+    for name in names:
+        X, y, meta = load(name, args)
+        y = np.unique(np.asarray(y), return_inverse=True)[1]
+        m_feat = meta["n_features"]
+        step = args.k_step or (1 if m_feat <= 100 else 10)
+        grid = list(range(10, min(100, m_feat) + 1, step))
+        splits, n_all = splits_of(y, args)
+        if args.sensitivity_splits:
+            splits = splits[:args.sensitivity_splits]
+        classifiers = ("linear_svm",) + EXTRA_CLASSIFIERS.get(name, ())
+        on_all = name in args.select_on_all
+        t0 = time.perf_counter()
+        sels = {(v, sd): NumericHOFS(device="cpu", random_state=sd, **kw) for v, kw in variants.items() for sd in seeds}
+        named = {f"{v} | seed {sd}": sel for (v, sd), sel in sels.items()}
+        if on_all:
+            res = select_on_all(named, X, y, splits, grid, classifiers, name)
+        else:
+            res = evaluate_splits(named, X, y, splits, grid, classifiers, progress=False, dataset=name)
+        for clf_name in classifiers:
+            r = res[res["classifier"] == clf_name]
+            curves = accuracy_curves(r, ["method"], value="error", scale=100).pivot(index="method", columns="k",
+                                                                                     values="mean")
+            base = base_curves[(base_curves["dataset"] == name) & (base_curves["classifier"] == clf_name)
+                               & base_curves["method"].isin(BASELINES)]
+            base = base.pivot(index="method", columns="k", values="error_pct")
+            sel_s = r.groupby("method")["select_seconds"].mean()
+            for (v, sd), _ in sels.items():
+                key = f"{v} | seed {sd}"
+                c = curves.loc[key, grid]
+                row = {"dataset": name, "classifier": clf_name, "variant": v, "seed": sd,
+                       "error_pct": float(c.mean()), "std_over_k": float(c.std(ddof=1)),
+                       "paper_hofs_pct": PAPER_T2[name][METHODS.index("HOFS")],
+                       "splits": f"{len(splits)} of {n_all}", "selection": "all rows" if on_all else "in-fold",
+                       "select_seconds": float(sel_s[key]), "commit": SCRIPT.commit}
+                for b in base.index:
+                    o = win_tie_loss(c.to_numpy(), base.loc[b, grid].to_numpy())
+                    row[f"vs {b}"] = o.outcome
+                row["rank"] = 1 + int(sum(float(base.loc[b, grid].mean()) < row["error_pct"] - 1e-9 for b in base.index))
+                row["n_baselines"] = len(base.index)
+                rows.append(row)
+        for r in rows:
+            if r["dataset"] == name:
+                r["set_minutes"] = (time.perf_counter() - t0) / 60
+        print(f"{name} sensitivity: {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
+    return rows
+
+
+def _sensitivity_report(sens):
+    df = pd.DataFrame(sens)
+    commits = ", ".join(sorted(set(map(str, df["commit"]))))
+    out = ["## HOFS's conditional term: sensitivity to its formula and to the ICA seed", "",
+           "HOFS under four readings of its conditional term, each with several ICA seeds (the ICA's random start "
+           "and the label's dither), on the Table 2 protocol of each set (same splits and k grid as the main "
+           "table; Lung selected on all rows, as there): `corrected` (the library: H(y | x_i) - H(y | X_g, x_i), "
+           "both by the incremental ICA), `plug-in conditional` (the same with the plug-in H(y | x_i) on the "
+           "0.2-wide bins), `printed eq. 24` (the sign as printed: H(y | x_i) + H(s_y) + log a_yy, i.e. + H(y | "
+           "X_g, x_i)), `R package` (plug-in H(y | x_i) + H(s_y) + log W_yy, with tensorprob's m-spacing H(s_y)). "
+           f"Commit(s): {commits}. Cells: mean error over k (%) over the seeds, mean (min-max); rank among HOFS and "
+           "the five baselines of the main table (their curves from the main run); W/T/L: paired t-test over k "
+           "against each baseline, summed over the seeds.", ""]
+    table = []
+    for (ds, clf), g in df.groupby(["dataset", "classifier"], sort=False):
+        for v, h in g.groupby("variant", sort=False):
+            outs = [o for b in BASELINES if f"vs {b}" in h for o in h[f"vs {b}"]]
+            table.append({"dataset": f"{NAMES[ds]} ({clf})", "splits": h["splits"].iloc[0], "variant": v,
+                          "seeds": len(h), "error % over seeds": f"{h['error_pct'].mean():.1f} "
+                          f"({h['error_pct'].min():.1f}-{h['error_pct'].max():.1f})",
+                          "paper HOFS": f"{h['paper_hofs_pct'].iloc[0]:.1f}",
+                          "rank (of 6) per seed": " ".join(str(int(x)) for x in h["rank"]),
+                          "W/T/L vs baselines": f"{outs.count('W')}/{outs.count('T')}/{outs.count('L')}",
+                          "selection s": f"{h['select_seconds'].mean():.1f}"})
+    out += [markdown(table, list(table[0]) if table else []), ""]
+    return out
+
+
 def tree_experiment(n, seed):
     """HOFS, VMI-naive and MIM on the section 6.1 tree: order, subsets, scores."""
     X, y, _ = tp.datasets.make_tree_model(n, weights=TREE_WEIGHTS, random_state=seed)
@@ -281,6 +386,14 @@ def main(argv=None):
     ap.add_argument("--data-home", default="/work/shared/data/skfeature", help="folder of the .mat files")
     ap.add_argument("--spec-cmi-max-features", type=int, default=1000, help="skip SPEC_CMI above this")
     ap.add_argument("--tree-samples", type=int, default=100_000, help="tree model draws (paper 100,000; 0: skip)")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="run the HOFS variants of --sensitivity-variants with the ICA seeds of --sensitivity-seeds "
+                         "on --datasets (instead of the tables), against the baselines of the main run")
+    ap.add_argument("--sensitivity-variants", default=",".join(HOFS_VARIANTS),
+                    help="comma-separated from " + ", ".join(HOFS_VARIANTS))
+    ap.add_argument("--sensitivity-seeds", default="0,1,2", help="ICA seeds of the sensitivity runs")
+    ap.add_argument("--sensitivity-splits", type=int, default=0,
+                    help="sensitivity runs on the first F splits only (0: all)")
     ap.add_argument("--heterogeneous-seeds", type=int, default=10,
                     help="draws of the section 6.2 heterogeneous model (1000 rows each; 0: skip)")
     args = SCRIPT.parse(ap, argv)
@@ -291,6 +404,11 @@ def main(argv=None):
     if args.quick:
         names, args.folds, args.max_splits, args.k_step = ["spambase"], 2, 0, 20
         args.tree_samples = min(args.tree_samples, 20_000)
+    if args.sensitivity and not args.from_csv:
+        sens = sensitivity(args, names)
+        done = {r["dataset"] for r in sens}
+        SCRIPT.write_csv("sensitivity", SCRIPT.merged_rows("sensitivity", sens, done))
+        names, args.tree_samples, args.heterogeneous_seeds = [], 0, 0  # the tables' results are kept
     if not args.from_csv:
         started = time.perf_counter()
         rows, curve_rows, wtl_rows, info = compute(args, names)
@@ -314,7 +432,9 @@ def main(argv=None):
     tree = [] if tree is None else tree.to_dict("records")
     het = SCRIPT.read_csv("heterogeneous", keep_default_na=False)
     het = [] if het is None else het.to_dict("records")
-    SCRIPT.publish(report(args, rows, wtl, info, tree, het))
+    sens = SCRIPT.read_csv("sensitivity", keep_default_na=False)
+    sens = [] if sens is None else sens.to_dict("records")
+    SCRIPT.publish(report(args, rows, wtl, info, tree, het, sens))
 
 
 def _cell(r, ours, paper, std=None):
@@ -343,7 +463,7 @@ def _table(rows, names, key, ours, paper, std=None):
     return markdown(out, ["dataset"] + METHODS + ["best: ours [paper]", "HOFS rank"])
 
 
-def report(args, rows, wtl, info, tree, het=()):
+def report(args, rows, wtl, info, tree, het=(), sens=()):
     names = [n for n in OURS if any(r["dataset"] == n for r in rows)]
     commits = sorted({str(i.get("commit")) for i in info})
     out = [f"# Paper 002 (HOFS), Tables 1, 2 and 4 and the section 6.1 tree: ours vs paper"
@@ -423,6 +543,8 @@ def report(args, rows, wtl, info, tree, het=()):
             markdown(sel, ["dataset", "method", "selection s (mean per fit)"]), ""]
     if tree:
         out += _tree_report(tree)
+    if sens:
+        out += _sensitivity_report(sens)
     if het:
         out += _heterogeneous_report(het)
     return "\n".join(out)

@@ -31,3 +31,16 @@ def test_heterogeneous_experiment_rows(script):
         assert sorted(r["selected"].split(), key=lambda f: int(f[1:])) == [f"F{i}" for i in range(1, 21)]
     assert 0 <= by["HOFS"]["adjusted_rand_vs_paper"] <= 1 and "subsets_equal_paper" in by["HOFS"]
     assert "adjusted_rand_vs_paper" not in by["MIM"]
+
+
+def test_hofs_variants_skip_what_the_library_lacks(script, capsys):
+    import tensorprob as tp
+
+    out = script.hofs_variants(["corrected", "plug-in conditional", "printed eq. 24"])
+    assert out["plug-in conditional"] == {"conditional": "plugin"}
+    if "formula" in tp.HOFS().get_params():
+        assert out["printed eq. 24"] == {"formula": "printed"}
+    else:
+        assert "printed eq. 24" not in out and "skipped" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown HOFS variant"):
+        script.hofs_variants(["eq. 25"])
