@@ -419,7 +419,7 @@ def _runs(info):
 def main(argv=None):
     ap = SCRIPT.parser(quick="smoke test: ionosphere and lung, 3 folds (lung: leave-one-out), k step 10, first "
                        "variant only, tree model on 20,000 samples (a few minutes)",
-                       from_csv=True, repeats=1, repeats_help="repeats of the stratified CV (paper: 1)")
+                       from_csv=True, repeats=1, repeats_help="repeats of the stratified CV (the paper states no number)")
     ap.add_argument("--folds", type=int, default=10, help="CV folds (paper: 10; leave-one-out below 100 samples)")
     ap.add_argument("--k-step", type=int, default=1, help="step of the k grid 10..min(100, N) (default 1: every k)")
     ap.add_argument("--variants", default="mdl:continuous,uniform:continuous,mdl:codes",

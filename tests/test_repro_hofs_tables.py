@@ -44,3 +44,9 @@ def test_hofs_variants_skip_what_the_library_lacks(script, capsys):
         assert "printed eq. 24" not in out and "skipped" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown HOFS variant"):
         script.hofs_variants(["eq. 25"])
+
+
+def test_paper_best_text_counts_the_papers_table(script):
+    text = script._paper_best_text()
+    assert "lowest error on Lung, Splice, Semeion, Musk2," in text
+    assert "tied lowest on Spambase, Promoter" in text and "behind on Waveform, Optdigits, Madelon" in text
