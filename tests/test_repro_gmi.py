@@ -113,11 +113,14 @@ def test_delaunay_pair_counts_equal_the_batched_prim(script):
     assert np.array_equal(c[pi, pj], prim) and c[pj, pi].sum() == 0
 
 
-def test_trees_reading_follows_the_ratios(script):
+def test_trees_reading_counts_the_sample_sizes(script):
     import pandas as pd
 
-    big = pd.DataFrame({"m": [2, 5, 10], "Dp / GMI, Delaunay": [1.0, 4.0, 9.0], "Dp / GMI, dense Prim": [1.0, 0.5, 0.3]})
-    text = script._trees_reading(big)
-    assert "its lead grows with m, which is the paper's Fig. 2 claim" in text and "Prim it does not" in text
-    big["Dp / GMI, Delaunay"] = [1.0, 0.8, 0.6]
-    assert "does not hold" in script._trees_reading(big)
+    assert script.claim_holds([(2, 1.0), (5, 4.0), (10, 9.0)])
+    assert not script.claim_holds([(2, 1.0), (5, 4.0), (10, 3.0)])  # no longer growing with m
+    assert not script.claim_holds([(2, 0.5), (5, 0.8), (10, 0.9)])  # Dp faster
+    s = pd.DataFrame({"N": [100] * 3 + [200] * 3, "m": [2, 5, 10] * 2,
+                      "Dp / GMI, Delaunay": [1.0, 4.0, 9.0, 1.0, 3.0, 2.0],
+                      "Dp / GMI, dense Prim": [1.0, 0.5, 0.3, 1.0, 0.6, 0.4]})
+    assert script.claim_counts(s) == {"Delaunay": (1, 2), "dense Prim": (0, 2)}
+    assert "at 1 of 2 sample sizes with the Delaunay builder and at 0 of 2" in script._trees_reading(s)
