@@ -431,9 +431,10 @@ def test_entropy_sum_kernels_equal_brute_force(kernel, M, I, A, C):
     keys = x * (A * C) + g
     np.testing.assert_allclose(full, [_brute_xlogx(r) for r in keys], rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(margin, [_brute_xlogx(r // C) for r in keys], rtol=1e-13, atol=1e-12)
-    per_row = rng.integers(0, A * C, (17, M))  # a key of its own per row (listed pairs)
-    full, _ = kernel(x, per_row, A * C, C, I, False)
-    np.testing.assert_allclose(full, [_brute_xlogx(r) for r in x * (A * C) + per_row], rtol=1e-13, atol=1e-12)
+    picks = rng.integers(0, A * C, (5, M))  # listed pairs: candidate i's groups are picks[which[i]]
+    which = rng.integers(0, 5, 17)
+    full, _ = kernel(x, (picks, which), A * C, C, I, False)
+    np.testing.assert_allclose(full, [_brute_xlogx(r) for r in x * (A * C) + picks[which]], rtol=1e-13, atol=1e-12)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -500,8 +501,9 @@ def test_baseline_entropy_sums_equal_brute_force(M, I, A, C, p0, subset):
     a, y = rng.integers(0, A, M), rng.integers(0, C, M)
     cols = np.array([0, 4, 7, 11, 22]) if subset else None
     x = fm if cols is None else fm[cols]
-    for g in (a * C + y, (rng.integers(0, A, (x.shape[0], M)) * C + y)):
+    picks, which = rng.integers(0, A, (4, M)) * C + y, rng.integers(0, 4, x.shape[0])
+    for g, rows in ((a * C + y, a * C + y), ((picks, which), picks[which])):
         full, margin = baseline_entropy_sums(off, cols, g, A * C, C, I, M, True)
-        keys = x.astype(np.int64) * (A * C) + g
+        keys = x.astype(np.int64) * (A * C) + rows
         np.testing.assert_allclose(full, [_brute_xlogx(r) for r in keys], rtol=1e-13, atol=1e-12)
         np.testing.assert_allclose(margin, [_brute_xlogx(r // C) for r in keys], rtol=1e-13, atol=1e-12)

@@ -99,8 +99,9 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
     off : OffBaseline
     cols : ndarray or None
         The candidates (None: every feature).
-    g : ndarray of shape (M,) or (n, M)
-        Group of every row, ``0 .. G - 1``: shared, or one row of groups per candidate (listed pairs).
+    g : ndarray of shape (M,), or (rows, which)
+        Group of every row, ``0 .. G - 1``: shared, or candidate i's from ``rows[which[i]]``
+        (listed pairs: one row of groups per pick).
     G, C : int
         Groups, and the span of their last digit (the class; 1 without it).
     card : int
@@ -113,8 +114,11 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
     L = _xlogx(M, _CPU).numpy()
     feats = np.arange(len(off.baseline)) if cols is None else np.asarray(cols)
     n = feats.size
-    shared = g.ndim == 1
-    sizes = np.bincount(g, minlength=G) if shared else None
+    rows_g, which = (g, None) if isinstance(g, np.ndarray) else g
+    shared = which is None
+    sizes = np.bincount(rows_g, minlength=G) if shared else None
+    if not shared:
+        pick_sizes = _group_sizes(rows_g, G)  # (picks, G)
     out_full = np.zeros(n) if full else None
     out_margin = np.zeros(n) if margin and C > 1 else None
     GA = G // C
@@ -137,11 +141,11 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
             idx = np.repeat(off.starts[feats[pos:end]] - (csum[pos:end] - csum[pos]), lens) + np.arange(total)
             r = off.rows[idx]
             ov = off.values[idx].astype(np.int64) + np.repeat(np.arange(nb) * card, lens)
-        gr = g[r] if shared else g[pos:end][ov // card, r]
+        gr = rows_g[r] if shared else rows_g[which[pos:end][ov // card], r]
         key = ov * G + gr  # (candidate, value, group): its margin (candidate, value, a) is key // C
         # the off-baseline entries of every (candidate, group): the baseline cell is the group's rest
         S = np.bincount((ov // card) * G + gr, minlength=nb * G).reshape(nb, G)
-        base = (np.broadcast_to(sizes, (nb, G)) if shared else _group_sizes(g[pos:end], G)) - S
+        base = (np.broadcast_to(sizes, (nb, G)) if shared else pick_sizes[which[pos:end]]) - S
         span = card * G
         if nb * span <= min(12 * max(total, 1), 1 << 22):  # few cells per entry: a histogram
             cnt = np.bincount(key, minlength=nb * span)
@@ -256,7 +260,8 @@ class Baseline(Strategy):
         C = 1 if req.kind == "pair_free" else d.n_classes
         if req.kind == "pairs":
             A = int(d.cards[req.sel].max(initial=1))
-            g = d.pick_keys(req.sel).astype(np.int64)
+            rows_g, which = d.pick_keys(req.sel)
+            g = (rows_g.astype(np.int64), which)
             cols = req.cand
         else:
             A = int(d.cards[req.j])

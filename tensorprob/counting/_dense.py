@@ -210,7 +210,8 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
     """``sum_cells c log c`` of the tables of keys ``x * stride + g`` and of their ``// C`` margin, by histograms.
 
     The arguments are those of :func:`~tensorprob.counting._sorted.sorted_entropy_sums` (``top``:
-    the largest code of ``x`` plus one). Candidates are counted a block at a time, their
+    the largest code of ``x`` plus one; ``g`` an (M,) array, or ``(rows, which)``: candidate i's
+    groups are ``rows[which[i]]``). Candidates are counted a block at a time, their
     ``top * stride`` cells each within a cache-sized block; the sums are taken from the counts
     while they are in cache.
     """
@@ -222,11 +223,11 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
     step = max(1, min(n, _costs.CACHE_BLOCK_BYTES // (8 * per), (2**31 - 1) // max(per, 1)))
     offsets = (np.arange(step, dtype=np.int64) * per)[:, None]
     kt = np.int32 if step * per < 2**31 else np.int64
-    shared = g.ndim == 1
+    rows, which = (g, None) if isinstance(g, np.ndarray) else g
     for s in range(0, n, step):
         e = min(n, s + step)
         k = np.multiply(x[s:e], stride, dtype=kt, order="C")
-        k += (g if shared else g[s:e]).astype(kt, copy=False)
+        k += (rows if which is None else rows[which[s:e]]).astype(kt, copy=False)
         k += offsets[:e - s].astype(kt, copy=False)
         cnt = torch.bincount(torch.from_numpy(k).view(-1), minlength=(e - s) * per)
         if full:
@@ -288,7 +289,7 @@ class Keyed(Strategy):
         if req.kind == "pairs":
             A = int(d.cards[req.sel].max(initial=1))
             x = fm[req.cand]
-            g = d.pick_keys(req.sel)
+            g = d.pick_keys(req.sel)  # (rows, which)
         else:
             A = int(d.cards[req.j])
             x = fm if req.cols is None else fm[req.cols]

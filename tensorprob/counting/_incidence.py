@@ -219,7 +219,9 @@ class Incidence:
         M, N = self.codes.shape
         D = self.n_cols
         counts = torch.zeros(D, dtype=torch.int64, device=self.device)
-        step = max(1, (get_config()["memory_budget"] // 16) // max(N, 1))  # two int64 copies of a block
+        # a block's flat codes (int64), their mask and the kept entries: about four int64 copies
+        # of it alive at once, kept at a small fraction of the budget beside what the fit holds
+        step = max(1, (get_config()["memory_budget"] // 128) // max(N, 1))
         for s in range(0, M, step):
             f = self.flat(s, min(M, s + step))
             counts += torch.bincount(f[f >= 0], minlength=D)

@@ -280,6 +280,8 @@ class Planner:
         if known is not None and self.strategy(known[0]).applies(req) is None:  # decided before for this signature
             best = self.strategy(known[0])
             self.plan.record(req.kind, best.name, known[1])
+            if logger.isEnabledFor(logging.DEBUG):
+                _log(req.kind, best.name, known[1])
         else:
             best = self._choose(req, mode)
             if full is not None:
@@ -316,10 +318,7 @@ class Planner:
             raise RuntimeError(f"no counting strategy applies to a {req.kind!r} request: {considered}")
         self.plan.record(req.kind, best.name, considered)
         if logger.isEnabledFor(logging.DEBUG):
-            others = "; ".join(f"{n}: {'%.3g ms' % (t * 1e3) if w is None else w}" for n, t, w in considered
-                               if n != best.name)
-            logger.debug("%s table(s) by %s (%.3g ms estimated)%s", req.kind, best.name, best_s * 1e3,
-                         f"; {others}" if others else "")
+            _log(req.kind, best.name, considered)
         return best
 
     def forget(self) -> None:
@@ -338,6 +337,13 @@ class Planner:
         """One request of ``kind`` was served (what is left expected drops by one)."""
         if self.expected.get(kind):
             self.expected[kind] -= 1
+
+
+def _log(kind: str, name: str, considered: list[tuple[str, float | None, str | None]]) -> None:
+    """The DEBUG record of a choice: the strategy, its estimate, and every other one's estimate or reason."""
+    est = next((t for n, t, w in considered if n == name and t is not None), 0.0)
+    others = "; ".join(f"{n}: {'%.3g ms' % (t * 1e3) if w is None else w}" for n, t, w in considered if n != name)
+    logger.debug("%s table(s) by %s (%.3g ms estimated)%s", kind, name, est * 1e3, f"; {others}" if others else "")
 
 
 def _shape(data: Any, req: Request) -> tuple:

@@ -621,21 +621,24 @@ class SelectionData:
         """Quantities of the (x_c, a = x_r, b = x_j) tables of every candidate, float64 (N,) each."""
         return self.planner.count(Request("triple", r=r, j=j, needed=tuple(needed)))
 
-    def pick_keys(self, sel: np.ndarray) -> np.ndarray:
-        """``x_s C + class`` of the features ``sel`` (len(sel), M), each row made once per run (CPU, in memory).
+    def pick_keys(self, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``x_s C + class`` of the features ``sel``, as (rows, which): pair i's row is ``rows[which[i]]``.
 
         The second digit of the keys of listed pairs: CMIM's lazy rounds read the same few picks
-        many times. In the narrowest integer type that holds the largest alphabet times the classes.
+        many times, so each pick's row is made once per run (CPU, in memory), in the narrowest
+        integer type that holds the largest alphabet times the classes.
         """
         C = self.n_classes
         kt = np.int16 if self._max_card * C <= 2**15 else np.int32
         keys = self._pick_keys
-        for s in np.unique(sel).tolist():
+        u, which = np.unique(sel, return_inverse=True)
+        for s in u.tolist():
             if s not in keys:
                 row = np.multiply(self.codes[:, s].numpy(), C, dtype=kt)
                 row += self.y.numpy().astype(kt)
                 keys[s] = row
-        return np.stack([keys[s] for s in sel.tolist()]) if len(sel) else np.zeros((0, self.n_total), dtype=kt)
+        rows = np.stack([keys[s] for s in u.tolist()]) if u.size else np.zeros((0, self.n_total), dtype=kt)
+        return rows, which.reshape(-1)
 
     # ------------------------------------------------------------------ what strategies hand back
     def finish(self, req: Request, T: torch.Tensor) -> Any:

@@ -17,6 +17,8 @@ sums of looked-up values.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -79,8 +81,9 @@ def sorted_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: 
     ----------
     x : ndarray of shape (n, M), int
         The candidates' codes (one row each, complete).
-    g : ndarray of shape (M,) or (n, M), int
-        ``a C + y`` of every row (a the pick, y the class): shared, or one row per candidate.
+    g : ndarray of shape (M,), or (rows, which)
+        ``a C + y`` of every row (a the pick, y the class): shared, or candidate i's from
+        ``rows[which[i]]`` (listed pairs: one row per pick).
     stride : int
         ``A C``: the span of ``g``.
     C : int
@@ -103,11 +106,11 @@ def sorted_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: 
     xab = np.empty(n) if full else None
     xa = np.empty(n) if margin else None
     step = max(1, _BLOCK_KEYS // max(1, M))
-    shared = g.ndim == 1
+    rows, which = (g, None) if isinstance(g, np.ndarray) else g
     for s in range(0, n, step):
         e = min(n, s + step)
         k = np.multiply(x[s:e], stride, dtype=kt, order="C")
-        k += (g if shared else g[s:e]).astype(kt, copy=False)
+        k += (rows if which is None else rows[which[s:e]]).astype(kt, copy=False)
         k.sort(axis=1)
         if full:
             xab[s:e] = run_sums(k, L)
@@ -188,14 +191,19 @@ def _n_tables(d, req: Request) -> int:
     return d.n_features if req.cols is None else len(req.cols)
 
 
-def _missing_entropies(req: Request) -> set[str]:
+def _missing_entropies(req: Request) -> frozenset[str]:
     """The entropies of ``req.needed`` that the class table does not give: of h_xa and h_xab."""
+    return _missing_of(req.kind, req.needed)
+
+
+@functools.lru_cache(maxsize=256)
+def _missing_of(kind: str, needed: tuple[str, ...]) -> frozenset[str]:
     from ._tables import _QUANTITIES
 
     out = set()
-    for q in req.needed:
+    for q in needed:
         parts = (q,) if q.startswith("h_") else (*_QUANTITIES[q][0], *_QUANTITIES[q][1])
         out.update(e for e in parts if e in ("h_xa", "h_xab"))
-    if req.kind == "pair_free":
+    if kind == "pair_free":
         out.discard("h_xab")
-    return out
+    return frozenset(out)
