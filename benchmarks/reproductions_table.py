@@ -662,8 +662,7 @@ def replace_between(text: str, table: str) -> str:
 
 def overview(table: str) -> str:
     return ("<!-- written by benchmarks/reproductions_table.py from benchmarks/results; do not edit -->\n"
-            "# Verdicts\n\nThe verdict table of `benchmarks/REPRODUCTIONS.md`, written from the result files.\n\n"
-            + table + "\n")
+            "The verdict table of `benchmarks/REPRODUCTIONS.md`, written from the result files.\n\n" + table + "\n")
 
 
 def main(argv=None) -> int:
