@@ -29,6 +29,10 @@ def _expected_failures(estimator):
         # greedy selectors' first pick happens to survive that on the check's data; these two's does not)
         failures["check_sample_weight_equivalence_on_dense_data"] = (
             "bin edges are learned from all rows of X, rows of weight 0 included")
+    if name in ("PDA", "VMI"):
+        # NaN raises (their per-sample state needs complete rows), but +/-inf are values of a
+        # continuous column, binned into its first and last bins (docs/user_guide/data.md)
+        failures["check_estimators_nan_inf"] = "infinite entries are binned into the end bins, not refused"
     if name == "GMI":
         failures["check_sample_weight_equivalence_on_dense_data"] = (
             "GMI draws a random subsample (random_state=None here) and its estimate is a graph over the samples")
@@ -40,6 +44,8 @@ def _expected_failures(estimator):
 
 
 @pytest.mark.slow  # about 2,300 checks in the two CPU lanes: the full run keeps them, the fast lane does not
+# the checks fit GSM-CPD's model for 20 iterations only (speed): its warning that the model did not converge is expected
+@pytest.mark.filterwarnings("ignore:GSM-CPD. the rank-.* CPD did not converge:UserWarning")
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)

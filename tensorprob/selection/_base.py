@@ -668,8 +668,8 @@ class RealSelector(_BaseSelector):
 
     def _check_X(self, X: Any) -> np.ndarray:
         # distributed: a rank may hold fewer rows (the total is checked over all ranks)
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite=True,
-                             ensure_min_samples=0 if self._dist_on else 2)
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite=True, ensure_min_samples=0 if self._dist_on else 2)
+        return X if X.flags.writeable else X.copy()  # torch takes no read-only memory (a memmap)
 
     def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
         X, y_codes, k = self._validate_xy(X, y)
