@@ -7,10 +7,10 @@ bincount everywhere. See the contributor guide, "How tables are counted".
 """
 from . import _baseline, _batched, _bitsets, _dense, _grouped, _sorted  # noqa: F401  (registers the strategies)
 from ._incidence import Incidence, offsets_of, unique_rows
-from ._planner import KINDS, CountingPlan, Request, Strategy, strategies
+from ._planner import CountingPlan, Request, Strategy, strategies
 from ._selection import SelectionData
 from ._tables import Quantities, TableInformation, entropy_of_counts, gather_conditional, joint_table, table_information
 
-__all__ = ["KINDS", "CountingPlan", "Incidence", "Quantities", "Request", "SelectionData", "Strategy",
+__all__ = ["CountingPlan", "Incidence", "Quantities", "Request", "SelectionData", "Strategy",
            "TableInformation", "entropy_of_counts", "gather_conditional", "joint_table", "offsets_of", "strategies",
            "table_information", "unique_rows"]

@@ -84,32 +84,73 @@ class Request:
 class Strategy:
     """One way of counting tables: what it applies to, its estimated cost, its count.
 
-    A subclass sets ``name`` and ``kinds`` and implements :meth:`applies`, :meth:`seconds` and
-    :meth:`count`; registering it (:func:`register`) makes the planner consider it. An instance
-    belongs to one run's data (``self.data``) and may keep what it builds for later requests
-    (bitsets, keys, the tables of all pairs).
+    A subclass sets the class attributes ``name`` (what ``counting_plan_`` records and
+    ``counting=`` forces), ``kinds`` (the kinds of tables it counts) and, where its count gives
+    every feature's quantities whatever the open candidates, ``subsets = False``; it implements
+    :meth:`applies`, :meth:`seconds` and :meth:`count`, and registering it (:func:`register`)
+    makes the planner consider it.
+
+    Parameters
+    ----------
+    data : SelectionData or BatchedSelectionData
+        The run's data: an instance belongs to one run and may keep what it builds for later
+        requests (bitsets, keys, the tables of all pairs).
     """
 
-    #: Name of the strategy (what ``counting_plan_`` records and ``counting=`` forces).
+    # name of the strategy (what ``counting_plan_`` records and ``counting=`` forces)
     name: ClassVar[str] = ""
-    #: The kinds of :data:`KINDS` it counts.
+    # the kinds of tables it counts (keys of KINDS)
     kinds: ClassVar[frozenset[str]] = frozenset()
-    #: Whether :meth:`count` counts only the candidates ``req.cols`` (else it gives every feature's).
+    # whether count() counts only the candidates ``req.cols`` (else it gives every feature's)
     subsets: ClassVar[bool] = True
 
     def __init__(self, data: Any) -> None:
         self.data = data
 
     def applies(self, req: Request) -> str | None:
-        """None when the strategy can count ``req``; otherwise why not (one short phrase)."""
+        """Whether the strategy can count a request.
+
+        Parameters
+        ----------
+        req : Request
+            The request.
+
+        Returns
+        -------
+        str or None
+            None when it can; otherwise why not, in one short phrase.
+        """
         return None
 
     def seconds(self, req: Request) -> float:
-        """Estimated seconds of :meth:`count` on ``req`` (rough; only comparisons between strategies matter)."""
+        """Estimate the seconds that :meth:`count` takes on a request.
+
+        Parameters
+        ----------
+        req : Request
+            The request (one that the strategy applies to).
+
+        Returns
+        -------
+        float
+            Rough seconds, from the constants of ``_costs.py``: only comparisons between strategies matter.
+        """
         raise NotImplementedError
 
     def count(self, req: Request) -> Any:
-        """The tables (dense kinds) or quantities (quantity kinds) of ``req``."""
+        """Count a request.
+
+        Parameters
+        ----------
+        req : Request
+            The request (one that the strategy applies to).
+
+        Returns
+        -------
+        torch.Tensor or object
+            The dense tables of a table kind, or the quantities ``req.needed`` (as attributes,
+            float64 tensors) of a quantity kind.
+        """
         raise NotImplementedError
 
 
@@ -195,14 +236,31 @@ class CountingPlan(Mapping):
         self._last: dict[str, list[tuple[str, float | None, str | None]]] = {}
 
     def record(self, kind: str, name: str, considered: list[tuple[str, float | None, str | None]] | None) -> None:
-        """Add one request of ``kind`` served by ``name``; ``considered``: (strategy, seconds or None, reason or None)."""
+        """Add one request served.
+
+        Parameters
+        ----------
+        kind : str
+            The kind of table.
+        name : str
+            The strategy that counted it.
+        considered : list of (str, float or None, str or None), or None
+            Every strategy considered: its name, its estimate (None where it did not apply) and
+            why it did not apply (None where it did); None keeps the last list.
+        """
         per = self._counts.setdefault(kind, {})
         per[name] = per.get(name, 0) + 1
         if considered is not None:
             self._last[kind] = considered
 
     def merge(self, other: CountingPlan) -> None:
-        """Add another plan's counts (a batch's members, a run's parts)."""
+        """Add another plan's counts (a batch's members, a run's parts).
+
+        Parameters
+        ----------
+        other : CountingPlan
+            The plan whose requests are added to this one's.
+        """
         for kind, per in other._counts.items():
             mine = self._counts.setdefault(kind, {})
             for name, n in per.items():

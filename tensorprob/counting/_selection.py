@@ -183,7 +183,14 @@ class SelectionData:
         return self._max_card
 
     def signature(self) -> tuple:
-        """What the planner's estimates read of the data: runs of the same signature decide alike."""
+        """What the planner's estimates read of the data.
+
+        Returns
+        -------
+        tuple
+            Rows, features, largest alphabet, classes, completeness, weights, device, layout and
+            dtype: runs of the same signature decide alike.
+        """
         rows = self._local_rows()
         return ("data", rows.rows, self.n_features, self._max_card, self.n_classes, rows.complete,
                 self.weighted, self.weight_levels if self.weighted else 1, self.codes.device.type,
@@ -431,8 +438,11 @@ class SelectionData:
     def row_major_codes(self) -> np.ndarray | None:
         """The codes as C-ordered (M, N) NumPy memory: the caller's, or one transposed copy kept.
 
-        None off the CPU, for streamed rows, or when a copy would take more than a quarter of
-        the memory budget.
+        Returns
+        -------
+        ndarray of shape (M, N) or None
+            None off the CPU, for streamed rows, or when a copy would take more than a quarter
+            of the memory budget.
         """
         if self._rows is None:
             c = self.codes
@@ -491,12 +501,18 @@ class SelectionData:
         return self._marginals or None
 
     def class_table_entropies(self) -> dict[str, torch.Tensor] | None:
-        """``h_x``, ``h_b``, ``h_xb`` of the class table's integer counts on the CPU, in NumPy, divided by ``log_base``; else None.
+        """The entropies of the class table's integer counts on the CPU, in NumPy.
 
-        :class:`TableInformation`'s values bit for bit. None off the CPU, with missing entries or
-        weights. Without either, every table holds all the rows, and its class margin is the
-        class counts: each total is the number of rows, and ``h_b`` is computed from the first
-        table (the same operations on the same counts give the same value in every table).
+        :class:`TableInformation`'s values bit for bit. Without missing entries or weights,
+        every table holds all the rows, and its class margin is the class counts: each total is
+        the number of rows, and ``h_b`` is computed from the first table (the same operations on
+        the same counts give the same value in every table).
+
+        Returns
+        -------
+        dict of str to torch.Tensor, or None
+            ``h_x``, ``h_b``, ``h_xb`` (N,), divided by ``log_base``; None off the CPU, with
+            missing entries or weights.
         """
         if self._class_h is None:
             T = self.class_table
@@ -511,10 +527,17 @@ class SelectionData:
         return self._class_h or None
 
     def plan(self, k: int, needed: tuple[str, ...] = ("mi_xa_b",)) -> None:
-        """Tell the planner that a greedy run will read the pair quantities ``needed`` of ``k - 1`` picks.
+        """Tell the planner how many pair requests a greedy run will make.
 
         Strategies that build something once for the whole run (the tables of all pairs, the
         bitsets, the keys) spread that cost over the steps.
+
+        Parameters
+        ----------
+        k : int
+            Features the run selects: it reads the pair quantities of ``k - 1`` picks.
+        needed : tuple of str, default=("mi_xa_b",)
+            The quantities it reads (they decide the kind of the requests).
         """
         self.planner.expect(self._pair_kind(needed), k - 1)
 
@@ -593,19 +616,41 @@ class SelectionData:
         return _Scattered(out, open_[1], self.n_features)
 
     def pairs_information(self, cand: np.ndarray, sel: np.ndarray, needed: tuple[str, ...]) -> Any:
-        """Quantities of the (x_cand[i], x_sel[i], class) tables of listed pairs (a = x_sel), float64 (P,) each.
+        """Quantities of the (x_cand[i], x_sel[i], class) tables of listed pairs (a = x_sel).
 
         What CMIM's lazy evaluation reads: the value of
         ``pair_information(sel[i], needed).<name>[cand[i]]`` for a few pairs.
+
+        Parameters
+        ----------
+        cand, sel : array-like of int of shape (P,)
+            The candidate and the selected feature of every pair.
+        needed : tuple of str
+            The quantities to compute.
+
+        Returns
+        -------
+        object
+            The quantities as attributes, float64 tensors of shape (P,).
         """
         cand, sel = np.asarray(cand, dtype=np.int64), np.asarray(sel, dtype=np.int64)
         return self.planner.count(Request("pairs", cand=cand, sel=sel, needed=tuple(needed)))
 
     def pair_table(self, j: int) -> torch.Tensor:
-        """Weighted counts of (x_c, x_j, class) for every candidate c: (N, max_card, max_card, n_classes).
+        """Weighted counts of (x_c, x_j, class) for every candidate c.
 
         The dense tables of the per-sample criteria, which gather conditional probabilities
         from them. A member of a batch receives them from the batch's shared counting.
+
+        Parameters
+        ----------
+        j : int
+            The feature playing ``a``.
+
+        Returns
+        -------
+        torch.Tensor of shape (N, max_card, max_card, n_classes)
+            The tables, summed over the ranks when distributed.
         """
         if self._batch is not None:
             shared = self._batch.pair_table(self, j)
@@ -614,19 +659,53 @@ class SelectionData:
         return self.planner.count(Request("pair_table", j=j))
 
     def triple_table(self, r: int, j: int) -> torch.Tensor:
-        """Weighted counts of (x_c, x_r, x_j) for every candidate c: (N, max_card, max_card, max_card)."""
+        """Weighted counts of (x_c, x_r, x_j) for every candidate c.
+
+        Parameters
+        ----------
+        r, j : int
+            The features playing ``a`` and ``b``.
+
+        Returns
+        -------
+        torch.Tensor of shape (N, max_card, max_card, max_card)
+            The tables, summed over the ranks when distributed.
+        """
         return self.planner.count(Request("triple_table", r=r, j=j))
 
     def triple_information(self, r: int, j: int, needed: tuple[str, ...]) -> Any:
-        """Quantities of the (x_c, a = x_r, b = x_j) tables of every candidate, float64 (N,) each."""
+        """Quantities of the (x_c, a = x_r, b = x_j) tables of every candidate.
+
+        Parameters
+        ----------
+        r, j : int
+            The features playing ``a`` and ``b``.
+        needed : tuple of str
+            The quantities to compute (``cmi_x_a_given_b``, ...).
+
+        Returns
+        -------
+        object
+            The quantities as attributes, float64 tensors of shape (N,).
+        """
         return self.planner.count(Request("triple", r=r, j=j, needed=tuple(needed)))
 
     def pick_keys(self, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``x_s C + class`` of the features ``sel``, as (rows, which): pair i's row is ``rows[which[i]]``.
+        """``x_s C + class`` of the features ``sel``: the second digit of the keys of listed pairs.
 
-        The second digit of the keys of listed pairs: CMIM's lazy rounds read the same few picks
-        many times, so each pick's row is made once per run (CPU, in memory), in the narrowest
-        integer type that holds the largest alphabet times the classes.
+        CMIM's lazy rounds read the same few picks many times, so each pick's row is made once
+        per run (CPU, in memory), in the narrowest integer type that holds the largest alphabet
+        times the classes.
+
+        Parameters
+        ----------
+        sel : ndarray of int
+            The selected feature of every pair.
+
+        Returns
+        -------
+        (ndarray, ndarray)
+            One row per distinct pick (picks, M), and which row is each pair's (len(sel),).
         """
         C = self.n_classes
         kt = np.int16 if self._max_card * C <= 2**15 else np.int32
@@ -642,11 +721,22 @@ class SelectionData:
 
     # ------------------------------------------------------------------ what strategies hand back
     def finish(self, req: Request, T: torch.Tensor) -> Any:
-        """A strategy's counted tables (summed over the ranks) as what ``req`` asks for.
+        """A strategy's counted tables (summed over the ranks) as what a request asks for.
 
-        Tables for the dense kinds; for the quantity kinds their :class:`TableInformation`
-        (with the observed-fraction weighting of missing entries), the entropies of the class
-        table filled in where they are those of the tables (see :meth:`marginal_entropies`).
+        Parameters
+        ----------
+        req : Request
+            The request.
+        T : torch.Tensor
+            Its tables, counted.
+
+        Returns
+        -------
+        torch.Tensor or TableInformation
+            The tables for the dense kinds; for the quantity kinds their
+            :class:`TableInformation` (with the observed-fraction weighting of missing entries),
+            the entropies of the class table filled in where they are those of the tables (see
+            :meth:`marginal_entropies`).
         """
         if req.kind in ("class", "pair_table", "triple_table"):
             return T
@@ -682,12 +772,24 @@ class SelectionData:
         return out
 
     def entropies_from_sums(self, req: Request, sums: dict[str, np.ndarray | None]) -> Quantities:
-        """The quantities ``req.needed`` from ``sum_cells c log c`` of the full tables and margins of complete, unweighted rows.
+        """The quantities a request asks for, from the sums of ``c log c`` over tables of complete, unweighted rows.
 
-        ``sums`` maps entropy names (``h_xab``, ``h_xa``; ``h_xb``, ``h_x`` of the class tables)
-        to float64 (n,) sums (None: not computed); every table holds all ``M`` rows, so
-        ``n H = M log M - sum``, the float64 operations of :class:`TableInformation`; the other
-        entropies are the class table's. In NumPy: a few calls per request.
+        Every table holds all ``M`` rows, so ``n H = M log M - sum``, the float64 operations of
+        :class:`TableInformation`; the other entropies are the class table's. In NumPy: a few
+        calls per request.
+
+        Parameters
+        ----------
+        req : Request
+            The request (``req.needed`` names the quantities).
+        sums : dict of str to ndarray or None
+            ``sum_cells c log c`` of the full tables and margins by entropy name (``h_xab``,
+            ``h_xa``; ``h_xb``, ``h_x`` of the class tables), float64 (n,); None: not computed.
+
+        Returns
+        -------
+        Quantities
+            The quantities ``req.needed``.
         """
         M = self.n_total
         L = _xlogx(M, torch.device("cpu")).numpy()

@@ -161,7 +161,13 @@ class Encoded:
         return out
 
     def checked(self) -> Encoded:
-        """This object with its codes checked again (an entry point's check; the arrays may have changed)."""
+        """This object with its codes checked again (an entry point's check; the arrays may have changed).
+
+        Returns
+        -------
+        Encoded
+            The same codes (in their compact dtype) and cardinalities, checked.
+        """
         codes, cards = check_encoded(self.codes, self.cardinalities, self.feature_names)
         return Encoded._trusted(codes, cards, self.feature_names, self.encoder)
 
