@@ -38,9 +38,9 @@ _DEFAULTS: dict[str, Any] = {
     "device": "auto",
     # What dtype=None means: None (float64 on the CPU, float32 on CUDA), "float32" or "float64".
     "dtype": None,
-    # torch intra-op threads while a selector fits on the CPU (None: torch's own setting). One
-    # thread: about as fast as two on a quiet 2-core machine and steady when a core is busy,
-    # where two threads lose 3.7x (geometric mean; README, "Speed on the CPU").
+    # torch intra-op threads while a selector or a CPD fit runs on the CPU (None: torch's own
+    # setting). One thread stays steady when another process holds a core, where two threads
+    # lose several times (docs/benchmarks.md, "Threads"; benchmarks/results/busy.md).
     "cpu_threads": 1,
     # How tables are counted: "auto" (the planner's cheapest strategy), "reference" (the plain
     # bincount everywhere) or a strategy's name; the environment variable sets the default.
@@ -131,7 +131,7 @@ def get_config() -> dict[str, Any]:
         to: ``"auto"`` picks CUDA when available, or a fixed ``"cpu"`` / ``"cuda"`` /
         ``"cuda:N"``) and ``dtype`` (what ``dtype=None`` resolves to: ``None`` gives float64 on
         the CPU and float32 on CUDA, or a fixed ``"float32"`` / ``"float64"``) and
-        ``cpu_threads`` (torch intra-op threads while a selector fits on the CPU, default 1;
+        ``cpu_threads`` (torch intra-op threads while a selector or a CPD fit runs on the CPU, default 1;
         None leaves torch's setting) and ``counting`` (how contingency tables are counted:
         ``"auto"``, ``"reference"`` or a strategy name; see :func:`set_config`).
     """
@@ -230,13 +230,13 @@ def set_config(*, memory_budget: int | str | None = None, max_categories: int | 
         What ``dtype=None`` means from now on; ``None`` restores the per-device default
         (float64 on the CPU, float32 on CUDA).
     cpu_threads : int or None, optional
-        Torch intra-op threads while a selector's ``fit`` runs on the CPU (default 1); the
-        previous count is restored when ``fit`` returns. ``None`` leaves torch's setting
-        (``torch.set_num_threads``). One thread is about as fast as two on a quiet 2-core
-        machine and far steadier when another process keeps a core busy (docs/benchmarks.md,
-        "Threads"). ``torch.set_num_threads`` is process-wide: selectors fitted at the same
-        time in several threads of one process should agree on the value. The CPD fits keep
-        torch's setting.
+        Torch intra-op threads while a selector's ``fit`` or a CPD fit runs on the CPU (default
+        1); the previous count is restored when it returns. ``None`` leaves torch's setting
+        (``torch.set_num_threads``). One thread stays steady when another process keeps a core
+        busy, where all of them lose several times; on an idle multi-core machine ``None`` is
+        faster for CPD fits (docs/benchmarks.md, "Threads"). ``torch.set_num_threads`` is
+        process-wide: fits run at the same time in several threads of one process should agree
+        on the value.
     counting : str, optional
         How contingency tables are counted: ``"auto"`` (the default: for every table the
         cheapest strategy that applies, by the planner's estimates), ``"reference"`` (the plain

@@ -69,8 +69,8 @@ n_restarts : int, default=4
     Starts per model (run together in the batch); the one with the best final training
     log-likelihood is kept. EM finds a local optimum of the likelihood and one start often
     ends in a poor one; four batched starts cost about four single fits and, on MNIST-5k,
-    COIL-20 and chess, end above pomegranate's best single fit (README, "Speed on
-    the CPU"). ``n_restarts=1`` is the fastest fit.""",
+    COIL-20 and chess, end above pomegranate's best single fit (docs/benchmarks.md).
+    ``n_restarts=1`` is the fastest fit.""",
     "n_restarts_rank": """\
 n_restarts : int, default=1
     Starts per (rank, fold) model, run together in the batch; the one with the best final
