@@ -612,14 +612,14 @@ def main(argv=None):
     recorded, skipped = None, []
     if args.from_csv:
         res = SCRIPT.read_csv("")
-        ranks = SCRIPT.read_csv("ranks")
+        ranks = SCRIPT.read_csv("ranks", dtype={"commit": str})  # a hash such as 6999e20 is no float
         ranks = pd.DataFrame() if ranks is None else ranks
         info, total, recorded = SCRIPT.read_meta()
         names = [n for n in names if n in set(res["dataset"])]
     else:
         res_parts, rank_rows, info, done = [], [], [], set()
         if args.resume:
-            old, old_ranks = SCRIPT.read_csv(""), SCRIPT.read_csv("ranks")
+            old, old_ranks = SCRIPT.read_csv(""), SCRIPT.read_csv("ranks", dtype={"commit": str})
             if old is not None and old_ranks is not None:
                 res_parts.append(old)
                 rank_rows = old_ranks.to_dict("records")

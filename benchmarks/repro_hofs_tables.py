@@ -427,12 +427,12 @@ def main(argv=None):
             SCRIPT.write_csv("heterogeneous", [dict(h, commit=SCRIPT.commit) for h in het])
     rows = SCRIPT.read_csv("", keep_default_na=False).to_dict("records")
     wtl = SCRIPT.read_csv("wtl", keep_default_na=False).to_dict("records")
-    info = SCRIPT.read_csv("data", keep_default_na=False).to_dict("records")
+    info = SCRIPT.read_csv("data", keep_default_na=False, dtype={"commit": str}).to_dict("records")
     tree = SCRIPT.read_csv("tree", keep_default_na=False)
     tree = [] if tree is None else tree.to_dict("records")
-    het = SCRIPT.read_csv("heterogeneous", keep_default_na=False)
+    het = SCRIPT.read_csv("heterogeneous", keep_default_na=False, dtype={"commit": str})  # '6999e20' is no float
     het = [] if het is None else het.to_dict("records")
-    sens = SCRIPT.read_csv("sensitivity", keep_default_na=False)
+    sens = SCRIPT.read_csv("sensitivity", keep_default_na=False, dtype={"commit": str})
     sens = [] if sens is None else sens.to_dict("records")
     SCRIPT.publish(report(args, rows, wtl, info, tree, het, sens))
 

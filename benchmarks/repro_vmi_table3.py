@@ -310,7 +310,7 @@ def protocol_of(r) -> str:
 
 def merge_runs(part, new_rows, done):
     """Rows of ``part`` kept from earlier runs (their (data set, protocol) not in ``done``), then ``new_rows``."""
-    old = SCRIPT.read_csv(part, keep_default_na=False)
+    old = SCRIPT.read_csv(part, keep_default_na=False, dtype={"commit": str})
     old = [] if old is None else old.to_dict("records")
     for r in old:
         r["protocol"] = protocol_of(r)
@@ -396,7 +396,7 @@ def tree_experiment(n, seed, device="cpu"):
 
 
 def _read_info():
-    df = SCRIPT.read_csv("data", keep_default_na=False)
+    df = SCRIPT.read_csv("data", keep_default_na=False, dtype={"commit": str})  # a hash such as 6999e20 is no float
     if df is None:
         raise SystemExit(f"--from-csv: {SCRIPT.path('data')} does not exist")
     info = df.to_dict("records")

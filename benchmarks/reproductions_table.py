@@ -39,7 +39,8 @@ COLUMNS = ["paper", "artefact", "status", "ours [paper]", "report"]
 def read(name: str, results: str = RESULTS):
     """``results/<name>.csv`` as a DataFrame, or None when it does not exist."""
     path = os.path.join(results, f"{name}.csv")
-    return pd.read_csv(path, keep_default_na=False) if os.path.exists(path) else None
+    # commits stay strings: pandas reads a hash such as '6999e20' as a float
+    return pd.read_csv(path, keep_default_na=False, dtype={"commit": str}) if os.path.exists(path) else None
 
 
 _SCRIPTS: dict = {}
