@@ -415,11 +415,12 @@ def main(argv=None):
         tree = tree_experiment(args.tree_samples, args.seed) if args.tree_samples else []
         total = time.perf_counter() - started
         done = {i["dataset"] for i in info}
-        SCRIPT.write_csv("", SCRIPT.merged_rows("", rows, done))
-        SCRIPT.write_csv("curves", SCRIPT.merged_rows("curves", curve_rows, done))
-        SCRIPT.write_csv("wtl", SCRIPT.merged_rows("wtl", wtl_rows, done))
-        SCRIPT.write_csv("data", SCRIPT.merged_rows("data", [dict(i, commit=SCRIPT.commit, run_minutes=total / 60)
-                                                 for i in info], done))
+        if done:  # a run of the synthetic models alone leaves the tables' files as they are
+            SCRIPT.write_csv("", SCRIPT.merged_rows("", rows, done))
+            SCRIPT.write_csv("curves", SCRIPT.merged_rows("curves", curve_rows, done))
+            SCRIPT.write_csv("wtl", SCRIPT.merged_rows("wtl", wtl_rows, done))
+            SCRIPT.write_csv("data", SCRIPT.merged_rows("data", [dict(i, commit=SCRIPT.commit,
+                                                                      run_minutes=total / 60) for i in info], done))
         if tree:
             SCRIPT.write_csv("tree", [dict(t, commit=SCRIPT.commit) for t in tree])
         if args.heterogeneous_seeds:
