@@ -28,7 +28,7 @@ import torch
 from tensorprob.counting import _costs
 from tensorprob.counting._bitsets import bitset_pair_tables
 from tensorprob.counting._dense import _block_quantities
-from tensorprob.counting._grouped import grouped_counts
+from tensorprob.counting._grouped import grouped_counts, grouped_work
 from tensorprob.counting._sorted import run_sums
 from tensorprob.counting._tables import _xlogx, joint_table, one_hot
 
@@ -52,9 +52,15 @@ def fit(repeats: int) -> dict[str, float]:
     for name, bins in (("SCATTER_S", 1 << 16), ("SCATTER_COLD_S", 1 << 24)):
         keys = torch.from_numpy(rng.integers(0, bins, n).astype(np.int32))
         got[name] = seconds(lambda k=keys, b=bins: torch.bincount(k, minlength=b), repeats) / n
-    x = rng.integers(0, 5, (1000, 4000)).astype(np.int8)
+    # keys are built a cache-sized block at a time, in place (as the blocked histograms do)
+    x = rng.integers(0, 5, (16, 4000)).astype(np.int8)
     g = rng.integers(0, 50, 4000).astype(np.int32)
-    got["KEY_S"] = seconds(lambda: np.add(np.multiply(x, 50, dtype=np.int32), g), repeats) / x.size / 2
+    k = np.empty(x.shape, dtype=np.int32)
+
+    def keys() -> None:
+        np.multiply(x, 50, dtype=np.int32, out=k)
+        k.__iadd__(g)
+    got["KEY_S"] = seconds(keys, repeats * 50) / x.size / 2
     counts = torch.from_numpy(rng.integers(0, 100, (1000, 4000)))
     L = _xlogx(200, torch.device("cpu"))
     got["CELL_S"] = seconds(lambda: L.index_select(0, counts.view(-1)).view(1000, -1).sum(1), repeats) / counts.numel()
@@ -67,13 +73,16 @@ def fit(repeats: int) -> dict[str, float]:
     got["QUANTITIES_CALL_S"] = seconds(lambda: _block_quantities(T, D, ("mi_xa_b", "cmi_x_b_given_a")), repeats * 20)
     # grouped comparisons: M N V compares plus calls per group; one shape of many compares over few
     # groups, one of few compares over many groups: the two unknowns from two equations
+    # (least squares over the three ways grouped_counts takes: runs, folded narrow rows, blocks)
     A, b = [], []
-    for M, N, V, G in ((20000, 500, 5, 2), (4000, 8, 2, 2000)):
+    for M, N, V, G in ((20000, 500, 5, 2), (4000, 8, 2, 2000), (3200, 60, 5, 15), (6400, 36, 7, 42),
+                       (60000, 600, 2, 100)):
         codes = np.ascontiguousarray(rng.integers(0, V, (M, N)).astype(np.int8))
         key = rng.integers(0, G, M)
         b.append(seconds(lambda c=codes, k=key, G=G, V=V: grouped_counts(c, k, G, V, True), repeats))
-        A.append([M * N * (V - 1), (G + M / 255) * 3 + G])
-    coef = np.linalg.solve(np.asarray(A, dtype=np.float64), np.asarray(b))
+        A.append(list(grouped_work(M, N, V, G, True)))
+    A, b = np.asarray(A, dtype=np.float64), np.asarray(b)
+    coef = np.linalg.lstsq(A / b[:, None], np.ones_like(b), rcond=None)[0]  # relative errors weigh alike
     got["GROUPED_COMPARE_S"], got["GROUPED_CALL_S"] = max(coef[0], 1e-12), max(coef[1], 1e-8)
     out = np.empty((200, 5, 784), dtype=np.int64)
     dst = torch.empty(784, 5, 200, dtype=torch.float64)
@@ -95,10 +104,15 @@ def fit(repeats: int) -> dict[str, float]:
     dense = np.sort(rng.integers(0, 20, (400, 5000)).astype(np.int32), axis=1)
     got["RUN_REPEAT_S"] = seconds(lambda: run_sums(dense, Lx), repeats) / dense.size
     # the off-baseline entries, made once per run
-    from tensorprob.counting._baseline import OffBaseline
+    from tensorprob.counting._baseline import OffBaseline, baseline_entropy_sums
 
     skew = rng.choice(5, size=(784, 5000), p=[0.84, 0.04, 0.04, 0.04, 0.04]).astype(np.int8)
     got["OFF_BASELINE_BUILD_S"] = seconds(lambda: OffBaseline(skew, 5), repeats) / skew.size
+    # one table's count from those entries (pick x class groups; few cells per entry: the histogram way)
+    off = OffBaseline(skew, 5)
+    grp = (skew[0].astype(np.int64) * 10 + rng.integers(0, 10, skew.shape[1]))
+    t = seconds(lambda: baseline_entropy_sums(off, None, grp, 50, 10, 5, skew.shape[1], True), repeats)
+    got["OFF_ENTRY_S"] = max(t - skew.shape[0] * 5 * 50 * 2 * got["CELL_S"], 0.0) / off.nnz
     # bitsets: one AND and population count per word
     N, I, W = 500, 5, 80
     bits = rng.integers(0, 2**63, (N, I, W), dtype=np.int64).view(np.uint64)

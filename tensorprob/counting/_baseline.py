@@ -240,10 +240,10 @@ class Baseline(Strategy):
         entries = n * M * frac
         margins = 2 if C > 1 else 1
         span = I * A * C
-        # the off-baseline cells by a histogram or by sorted rows, whichever the block takes
+        # the off-baseline cells by a histogram or by sorted rows (one row per candidate), whichever the block takes
         cells = min(n * span * _costs.CELL_S * margins,
-                    entries * (_costs.SORT_SHORT_S + 2 * _costs.KEY_S + margins * _costs.RUN_REPEAT_S))
-        return (entries * (5 * _costs.KEY_S + 2 * _costs.SCATTER_S) + cells + n * A * C * 2 * _costs.CELL_S * margins
+                    _costs.sort_seconds(n, int(entries / max(n, 1)) + 1) + entries * margins * _costs.RUN_REPEAT_S)
+        return (entries * _costs.OFF_ENTRY_S + cells + n * A * C * 2 * _costs.CELL_S * margins
                 + build + _costs.BLOCK_CALL_S * (entries // _BLOCK_ENTRIES + 1))
 
     def count(self, req: Request) -> Quantities:

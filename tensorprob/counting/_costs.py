@@ -11,67 +11,69 @@ from __future__ import annotations
 
 # ---------------------------------------------------------------- histograms (bincount, scatter-add)
 #: One scattered histogram update whose bins stay in cache (a cache-sized block of tables).
-SCATTER_S = 0.9e-9
+SCATTER_S = 1.1e-9
 #: One histogram update whose bins spill out of cache (one table of the whole data, large).
-SCATTER_COLD_S = 36e-9
+SCATTER_COLD_S = 28e-9
 #: One entry of an index built from the codes (a widening multiply and adds, NumPy).
-KEY_S = 0.9e-9
+KEY_S = 0.18e-9
 #: One cell of a count table read back: its ``m log m`` looked up and summed into an entropy.
-CELL_S = 1.9e-9
+CELL_S = 1.4e-9
 #: Fixed cost of one block of a blocked count (allocation, a few NumPy / torch calls).
-BLOCK_CALL_S = 27e-6
+BLOCK_CALL_S = 28e-6
 #: Fixed cost of the ~30 small tensor operations that turn one table into its quantities.
-QUANTITIES_CALL_S = 0.2e-3
+QUANTITIES_CALL_S = 0.21e-3
 
 # ---------------------------------------------------------------- grouped comparisons
 #: One (value, entry) comparison with its byte sum (SIMD; the grouped counts).
-GROUPED_COMPARE_S = 0.15e-9
+GROUPED_COMPARE_S = 0.24e-9
 #: One NumPy call of the grouped counts' inner loop (with its gather of a block of rows).
-GROUPED_CALL_S = 0.4e-6
+GROUPED_CALL_S = 1e-6
 #: One output cell of a grouped count (levels combined, transposed into a table).
-GROUPED_CELL_S = 1.1e-9
+GROUPED_CELL_S = 0.98e-9
 
 # ---------------------------------------------------------------- sorted runs
 #: One entry of a row sort of small integer keys, rows of at most ``SORT_SHORT_ROWS`` entries
 #: (sorting networks: about a nanosecond an entry whatever the row).
-SORT_SHORT_S = 0.8e-9
+SORT_SHORT_S = 0.83e-9
 #: Longest row sorted at the short-row rate.
 SORT_SHORT_ROWS = 512
 #: One entry of a longer row (a quicksort), plus ``SORT_LOG_S`` per doubling of the row past ``SORT_SHORT_ROWS``.
-SORT_LONG_S = 6e-9
-SORT_LOG_S = 5.7e-9
+SORT_LONG_S = 3.3e-9
+SORT_LOG_S = 2.6e-9
 #: One entry of the sums over runs of sorted keys that are mostly distinct (only repeats are read).
 RUN_ENTRY_S = 0.25e-9
 #: One entry of the sums over runs of sorted keys with many repeats (one looked-up value per run).
-RUN_REPEAT_S = 0.6e-9
+RUN_REPEAT_S = 0.75e-9
 
 # ---------------------------------------------------------------- off-baseline entries
 #: One entry of the codes sorted into the entries off each feature's most frequent value (once per run).
-OFF_BASELINE_BUILD_S = 15e-9
+OFF_BASELINE_BUILD_S = 8.1e-9
+#: One off-baseline entry of a table's count (its group gathered, its keys, two histogram passes).
+OFF_ENTRY_S = 7e-9
 
 # ---------------------------------------------------------------- bitsets
 #: One 64-bit word ANDed with another and population-counted (NumPy's bitwise_count).
-BITSET_WORD_S = 1.7e-9
+BITSET_WORD_S = 1.8e-9
 
 # ---------------------------------------------------------------- one-hot products
 #: One multiply-add of one-hot Gram products on the CPU, float32.
-PRODUCT_MADD_S = 0.045e-9
+PRODUCT_MADD_S = 0.024e-9
 #: The same in int8 with int32 sums (``torch._int_mm``; AVX-512 VNNI).
-PRODUCT_MADD_INT8_S = 0.01e-9
+PRODUCT_MADD_INT8_S = 0.0059e-9
 #: One multiply-add on a GPU (float32 tensor cores are far faster; this is a bound).
 PRODUCT_MADD_GPU_S = 0.0025e-9
 #: One product call (per class).
-PRODUCT_CALL_S = 2e-6
+PRODUCT_CALL_S = 1.9e-6
 #: One entry of the float32 one-hot codes built for the products (once per fit).
-ONEHOT_S = 10e-9
+ONEHOT_S = 3.1e-9
 #: One entry of int8 one-hot codes (built by comparisons).
-ONEHOT_INT8_S = 1.4e-9
+ONEHOT_INT8_S = 1e-9
 
 # ---------------------------------------------------------------- batches of weighted members
 #: One code of one bincount pass over a member's rows (weighted; members' own tables).
-MEMBER_PASS_S = 2.2e-9
+MEMBER_PASS_S = 2.6e-9
 #: One multiply-add of the weight-pattern sums (member x pattern x cell, float64).
-PATTERN_MADD_S = 0.2e-9
+PATTERN_MADD_S = 0.22e-9
 
 # ---------------------------------------------------------------- decisions that are not costs
 #: Members share each pick's count when at most this fraction of their weights differ from 1

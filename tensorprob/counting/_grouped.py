@@ -10,6 +10,8 @@ alphabets; the planner weighs it against the histograms.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -24,16 +26,53 @@ _GROUPED_BLOCK_BYTES = 2**20
 _GROUPED_GATHER_BYTES = 2**26
 
 
-def grouped_seconds(M: int, N: int, card: int, n_groups: int, complete: bool) -> float:
-    """Estimated seconds of :func:`grouped_counts` on M rows x N columns.
+def grouped_seconds(M: int, N: int, card: int, n_groups: int, complete: bool, itemsize: int = 1) -> float:
+    """Estimated seconds of :func:`grouped_counts` on M rows x N columns (see :func:`grouped_work`)."""
+    compares, calls = grouped_work(M, N, card, n_groups, complete, itemsize)
+    return compares * _costs.GROUPED_COMPARE_S + calls * _costs.GROUPED_CALL_S
+
+
+def grouped_work(M: int, N: int, card: int, n_groups: int, complete: bool, itemsize: int = 1) -> tuple[float, float]:
+    """(comparisons, NumPy calls) of :func:`grouped_counts` on M rows x N columns in ``n_groups`` groups.
 
     ``M N V`` comparisons (``V`` = ``card - 1`` values on complete data, ``card`` otherwise)
-    and a few NumPy calls per block of a group: small alphabets favour it, large ones a
-    histogram.
+    and the calls of the way :func:`grouped_counts` takes for this shape (see
+    :func:`_grouped_path`): small alphabets favour it, large ones a histogram.
     """
     V = card - 1 if complete else card
-    calls = (n_groups + M / _grouped_rows(N, V)) * 3 + n_groups
-    return M * N * V * _costs.GROUPED_COMPARE_S + calls * _costs.GROUPED_CALL_S
+    G = max(1, min(n_groups, M))
+    compares = float(M * N * V)
+    path = _grouped_path(M, N, V, G, itemsize)
+    if path == "runs":  # one byte sum per group, one comparison per cache-sized buffer
+        calls = 2 * G + 2 * M * V * N / _GROUPED_RUN_BYTES + 4
+    elif path == "folded":  # per group, blocks of folded rows; then the folds' halving adds and the tails
+        r, W, cap = _fold_shape(N, V)
+        calls = G * (3 * math.ceil(M / G / r / cap) + 2) + 3 * r.bit_length() + 10
+        compares += G * V * W + min(M, G * r / 2) * N * V * 4  # the int64 folds and tails, in comparisons
+    else:
+        calls = (G + M / _grouped_rows(N, V)) * 3 + G
+    return compares, calls
+
+
+def _grouped_path(M: int, N: int, V: int, groups: int, itemsize: int) -> str:
+    """The way :func:`grouped_counts` counts M kept rows of N columns in ``groups`` non-empty groups.
+
+    ``"runs"`` (short groups, rows in key order: one call per group), ``"folded"`` (narrow rows in
+    key order, read ``r`` rows as one) or ``"blocks"`` (group by group, a block of rows at a
+    time; also when the copy in key order would be too large).
+    """
+    if M * N * itemsize > _GROUPED_GATHER_BYTES:
+        return "blocks"
+    if M <= 128 * groups and V * N * 255 <= _GROUPED_RUN_BYTES:
+        return "runs"
+    return "folded" if N < _FOLD_WIDTH // 2 else "blocks"
+
+
+def _fold_shape(N: int, V: int) -> tuple[int, int, int]:
+    """Rows read as one (a power of two), width of a folded row, folded rows per byte sum (:func:`_grouped_folded`)."""
+    r = 1 << max(0, (_FOLD_WIDTH // N).bit_length() - 1)
+    W = r * N
+    return r, W, max(1, min(255, _GROUPED_BLOCK_BYTES // (V * W)))
 
 
 def _grouped_rows(N: int, V: int) -> int:
@@ -95,13 +134,11 @@ def grouped_counts(codes: np.ndarray, key: np.ndarray, n_groups: int, card: int,
     a = M - int(kept.sum())  # left-out rows sort first
     # the kept rows in key order in one gather when that copy is small (then every block is a
     # view), else block by block
-    ordered = codes[order[a:]] if (M - a) * N * codes.itemsize <= _GROUPED_GATHER_BYTES else None
-    kept_groups = max(1, int((sizes > 0).sum()))
-    if ordered is not None and (M - a) <= 128 * kept_groups and V * N * 255 <= _GROUPED_RUN_BYTES:
-        # short groups, and a buffer of 255 rows within the cache budget: one call per group
-        # pays; long groups or wide rows keep the blocks, whose buffer stays smaller
+    path = _grouped_path(M - a, N, V, max(1, int((sizes > 0).sum())), codes.itemsize)
+    ordered = None if path == "blocks" and (M - a) * N * codes.itemsize > _GROUPED_GATHER_BYTES else codes[order[a:]]
+    if path == "runs":
         _grouped_in_runs(ordered, sizes, values, out)
-    elif ordered is not None and N < _FOLD_WIDTH // 2:
+    elif path == "folded":
         _grouped_folded(ordered, sizes, values, out)
     else:
         _grouped_by_blocks(codes, order, a, ordered, sizes, values, rows, out)
@@ -172,9 +209,7 @@ def _grouped_folded(ordered: np.ndarray, sizes: np.ndarray, values: np.ndarray, 
     """
     V, N = values.shape[0], ordered.shape[1]
     G = sizes.size
-    r = 1 << max(0, (_FOLD_WIDTH // N).bit_length() - 1)
-    W = r * N
-    cap = max(1, min(255, _GROUPED_BLOCK_BYTES // (V * W)))  # folded rows per byte sum: exact in a byte
+    r, W, cap = _fold_shape(N, V)  # cap: folded rows per byte sum, exact in a byte
     eq = np.empty((V, cap, W), dtype=np.bool_)
     acc = np.empty((V, W), dtype=np.uint8)
     wide = np.zeros((G, V, W), dtype=np.int64)
