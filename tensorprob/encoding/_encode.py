@@ -257,15 +257,18 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEsti
         narrow = isinstance(self.discretizer, str) or self.discretizer is None
         return np.int16 if narrow and max(limit, self.n_bins) < 2**15 else np.int32
 
-    def _fit(self, X: Any, y: Any, feature_names: Sequence[str] | None) -> np.ndarray:
-        """Fit; return the codes of X (an array in its compact dtype). The selectors call this directly."""
+    def _fit(self, X: Any, y: Any, feature_names: Sequence[str] | None, checked: bool = False) -> np.ndarray:
+        """Fit; return the codes of X (an array in its compact dtype). The selectors call this directly.
+
+        ``checked``: X is an ``Encoded`` its caller has just checked (not scanned a second time).
+        """
         from .. import _distributed
 
         dist = _distributed.active(self.distributed)
         if isinstance(X, Encoded):
             if dist:
-                return _distributed.agree(lambda: self._fit_encoded(X, feature_names, dist))
-            return self._fit_encoded(X, feature_names, dist)
+                return _distributed.agree(lambda: self._fit_encoded(X, feature_names, dist, checked))
+            return self._fit_encoded(X, feature_names, dist, checked)
         if dist and not (isinstance(self.discretizer, str) or self.discretizer is None):
             raise NotImplementedError("distributed=True fits the built-in discretizers ('uniform', 'quantile', "
                                       "'mdl') across ranks; a user discretizer object cannot be fitted on rows "
@@ -361,8 +364,10 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEsti
         self.cardinalities_ = cards
         return decision
 
-    def _fit_encoded(self, X: Encoded, feature_names: Sequence[str] | None, dist: bool = False) -> np.ndarray:
-        X = X.checked()
+    def _fit_encoded(self, X: Encoded, feature_names: Sequence[str] | None, dist: bool = False,
+                     checked: bool = False) -> np.ndarray:
+        if not checked:
+            X = X.checked()
         if dist:
             from .. import _distributed
 

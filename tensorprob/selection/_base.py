@@ -465,7 +465,7 @@ class CodedSelector(_BaseSelector):
                                 missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
         # fit_transform's scikit-learn wrappers (output container, a nested validation this fit's
         # context skips anyway: the encoder's parameters are the selector's, validated) cost 65 us
-        codes = self.encoder_._fit(X, y_codes, None)
+        codes = self.encoder_._fit(X, y_codes, None, checked=isinstance(X, Encoded))  # _validate_xy checked it
         self.n_features_in_ = codes.shape[1]
         names = getattr(self.encoder_, "feature_names_in_", None)  # scikit-learn's rule: string names only
         if names is not None:
