@@ -6,8 +6,8 @@ class CachedParamNames:
     """Mixin for scikit-learn estimators: ``_get_param_names`` computed once per class.
 
     scikit-learn reads the constructor's signature (``inspect.signature``) on every
-    ``get_params``, hence on every ``fit`` (parameter validation), ``clone`` and ``repr``: about
-    20 us, a tenth of a small selection (chess MIM). The names depend only on the class's
+    ``get_params``, hence on every ``fit`` (parameter validation), ``clone`` and ``repr``, a
+    visible share of a small selection. The names depend only on the class's
     ``__init__``, so each class keeps its own sorted tuple, computed on first use; a subclass
     computes its own (it may define another ``__init__``). Put this mixin before
     ``BaseEstimator`` in the bases.

@@ -480,7 +480,7 @@ class BatchedSelectionData:
         for q, n in enumerate(sizes):
             if not n:
                 T[q].zero_()
-            elif int8:  # exact int32 sums; a contiguous left factor multiplies 1.6x faster than its transposed view
+            elif int8:  # exact int32 sums; a contiguous left factor multiplies faster than its transposed view
                 _int_matmul(L[s:s + n].T, E[s:s + n], T[q])
             else:
                 torch.mm(L[s:s + n].T, E[s:s + n], out=T[q])

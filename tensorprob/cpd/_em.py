@@ -39,9 +39,9 @@ from ..counting import Incidence
 from ..ops import use_triton
 
 # S relative to each variable's most frequent value (Incidence(baseline=True)) pays from about a
-# million entries: one EM iteration 2.7x faster on MNIST-5k + label (3.9M entries, rank 20, one
-# thread; 2.3x at two), 0.8x on chess + label (118k entries, rank 10), where the extra small
-# operations of an iteration outweigh the 81 % of the sparse entries saved. CPU only for now: on
+# million entries; below that the extra small operations of an iteration outweigh the sparse
+# entries saved (the measurements: docs/development_log.md, "the incidence matrix relative to
+# each variable's most frequent value"). CPU only for now: on
 # CUDA the E-step runs the gather kernel over all entries anyway, and the M-step's direct sums
 # choose their variables on the host (a synchronization per chunk and iteration)
 _BASELINE_MIN_ENTRIES = 1 << 20

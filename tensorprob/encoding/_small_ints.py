@@ -121,8 +121,8 @@ class _Categories:
     ``values`` holds every column's categories one after another and ``counts`` their numbers
     (0 for a column left to the general path: more than ``limit`` categories), so an array's cardinalities and
     completeness are read without a Python pass over its columns; the per-column arrays are cut
-    on demand (:meth:`tolist`, or one by ``[j]``): 10,000 slices in a Python loop cost about
-    2 ms, as much as coding the array. Built from bitmasks (:meth:`of_masks`), even ``values``
+    on demand (:meth:`tolist`, or one by ``[j]``): slicing every column in a Python loop costs as
+    much as coding a wide array. Built from bitmasks (:meth:`of_masks`), even ``values``
     is written only when read.
     """
 

@@ -348,7 +348,7 @@ def greedy_forward(criterion: Criterion, data: SelectionData, k: int) -> tuple[l
     limit = 4 * N + 10  # a criterion that keeps refusing picks (restarts) cannot loop forever
     it = 0
     bar = progress_bar(k, f"selecting ({criterion.name})")
-    # on the CPU the mask is cleared through its NumPy view (a torch item assignment costs ~10 us)
+    # on the CPU the mask is cleared through its NumPy view (a torch item assignment is far slower)
     mask = available.numpy() if available.device.type == "cpu" else available
     while len(selected) < k and it < limit:
         it += 1
