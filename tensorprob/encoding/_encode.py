@@ -374,8 +374,9 @@ class Encoder(OneToOneFeatureMixin, TransformerMixin, CachedParamNames, BaseEsti
             _distributed.check_same("Encoded cardinalities", X.cardinalities.tolist())
         codes, cards = X.codes, X.cardinalities.copy()
         if feature_names is None:
-            feature_names = X.feature_names if X.feature_names is not None else _default_names(codes.shape[1])
-        names = [str(n) for n in feature_names]
+            feature_names = X.feature_names
+        # the default names are strings already (a str() of 10,000 of them is a share of a small fit)
+        names = _default_names(codes.shape[1]) if feature_names is None else [str(n) for n in feature_names]
         if len(names) != codes.shape[1]:
             raise ValueError(f"feature_names has {len(names)} entries but X has {codes.shape[1]} columns")
         from ._small_ints import _Categories
