@@ -2,7 +2,8 @@
 
     python benchmarks/bench_alphabets.py                 # the full table (about an hour on 2 cores)
     python benchmarks/bench_alphabets.py --quick         # a few small rows: a smoke test
-    python benchmarks/bench_alphabets.py --part planted  # or --part skfeature
+    python benchmarks/bench_alphabets.py --part planted  # or --part skfeature (the other part's table is kept)
+    python benchmarks/bench_alphabets.py --from-csv      # the report again from the two parts' CSV files
 
 **Data.** Planted latent class samples (``tensorprob.datasets.make_planted``, rank 10,
 concentration 0.3) of rows x features (100 x 10,000, 1,000 x 1,000, 10,000 x 1,000,
@@ -155,12 +156,70 @@ def agreement(method: str, X, y, ours: list[int], theirs: list[int]) -> tuple[in
     return n, "tie" if abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0) else "differ"
 
 
+def _group(row: dict) -> str:
+    """The summary's group of a row: planted by alphabet size, the papers' sets by coding."""
+    data = str(row["data"])
+    if data.startswith("planted"):
+        a = int(row["alphabet"])
+        return "planted, 2-5 values" if a <= 5 else "planted, 16-45 values" if a <= 45 else "planted, 64-128 values"
+    return "skfeature, 5 bins" if data.endswith("5 bins") else "skfeature, by value"
+
+
+def _summary(rows: list[dict]) -> str:
+    """Per group and method: rows, rows behind FEAST, the smallest and the geometric mean ratio."""
+    groups = sorted({_group(r) for r in rows}, key=lambda g: (not g.startswith("planted"), g))
+    out = []
+    for g in groups:
+        for m in METHODS:
+            rs = [r for r in rows if _group(r) == g and r["method"] == m]
+            ratios = [float(r["FEAST / tensorprob"]) for r in rs if np.isfinite(float(r["FEAST / tensorprob"]))]
+            if not ratios:
+                continue
+            behind = [r for r in rs if float(r["FEAST / tensorprob"]) < 1]
+            worst = min(rs, key=lambda r: float(r["FEAST / tensorprob"]))
+            out.append({"group": g, "method": m, "rows": len(rs), "behind FEAST": len(behind),
+                        "FEAST / tensorprob, smallest": f"{float(worst['FEAST / tensorprob']):.2f} ({worst['data']})",
+                        "geometric mean": float(np.exp(np.mean(np.log(ratios)))),
+                        "agreement same / tie / differ": "/".join(
+                            str(sum(r["agreement"] == v for r in rs)) for v in ("same", "tie", "differ")),
+                        "peak MiB, largest": max(float(r["peak MiB"]) for r in rs)})
+    return markdown(out, list(out[0]) if out else ["group"])
+
+
+def report(parts: dict[str, list[dict]]) -> str:
+    """The markdown report of the part tables (``planted``, ``skfeature``) that exist."""
+    rows = [r for part in ("planted", "skfeature") for r in parts.get(part, [])]
+    commits = ", ".join(f"{part} {sorted({str(r.get('commit', '?')) for r in rs})[0]}"
+                        for part, rs in parts.items() if rs)
+    cols = ["data", "alphabet", "classes", "method", "tensorprob s", "FEAST s", "FEAST / tensorprob", "peak MiB",
+            "strategy", "agreement"]
+    n_behind = sum(float(r["FEAST / tensorprob"]) < 1 for r in rows)
+    return (f"# tensorprob against FEAST at every alphabet (k = {K}, one thread each)\n\n"
+            f"machine: {machine()}; commits: {commits}; FEAST / tensorprob > 1: tensorprob faster. "
+            f"{len(rows)} rows, {n_behind} behind FEAST; peak MiB: resident memory above the start of the "
+            f"call (VmHWM); agreement: the two selections pick for pick (`same`), parting at an exact tie "
+            f"(`tie`) or not (`differ`).\n\n## Summary\n\n{_summary(rows)}\n\n## Every row\n\n"
+            f"{markdown(rows, cols)}\n")
+
+
+def _read_parts() -> dict[str, list[dict]]:
+    parts = {}
+    for part in ("planted", "skfeature"):
+        df = SCRIPT.read_csv(part, keep_default_na=False)
+        if df is not None:
+            parts[part] = df.to_dict("records")
+    return parts
+
+
 def main(argv=None) -> None:
-    ap = SCRIPT.parser(quick="a few small shapes, one warm call", seed=False, repeats=3,
+    ap = SCRIPT.parser(quick="a few small shapes, one warm call", seed=False, repeats=3, from_csv=True,
                        repeats_help="warm calls at least (they go on until they fill 0.5 s)",
                        options={"part": ("all", "which table", ["all", "planted", "skfeature"]),
                                 "timeout": (300.0, "seconds per call")})
     args = SCRIPT.parse(ap, argv)
+    if args.from_csv:
+        SCRIPT.write_text(report(_read_parts()))
+        return
     print(f"commit: {SCRIPT.commit}", flush=True)
     ctx = forkserver(("numpy", "torch", "tensorprob"))
     import tempfile
@@ -169,19 +228,21 @@ def main(argv=None) -> None:
     sets = []
     if args.part in ("all", "planted"):
         shapes = QUICK if SCRIPT.quick else [(r, f, a, c) for r, f in SIZES for a in ALPHABETS for c in CLASSES] + EXTRA
-        sets += [(f"planted {r}x{f} a{a} c{c}", lambda r=r, f=f, a=a, c=c: planted(r, f, a, c)) for r, f, a, c in shapes]
+        sets += [("planted", f"planted {r}x{f} a{a} c{c}", lambda r=r, f=f, a=a, c=c: planted(r, f, a, c))
+                 for r, f, a, c in shapes]
     if args.part in ("all", "skfeature") and not SCRIPT.quick:
         names = sorted(n for n in os.listdir(MAT_DIR) if n.endswith(".mat")) if os.path.isdir(MAT_DIR) else []
         for n in names:
-            sets += [(f"{n[:-4]} 5 bins", lambda n=n: skfeature(n, False)),
-                     (f"{n[:-4]} by value", lambda n=n: skfeature(n, True))]
-    rows = []
-    for label, load in sets:
+            sets += [("skfeature", f"{n[:-4]} 5 bins", lambda n=n: skfeature(n, False)),
+                     ("skfeature", f"{n[:-4]} by value", lambda n=n: skfeature(n, True))]
+    parts = {} if SCRIPT.quick else _read_parts()  # a run of one part keeps the other's table
+    for part in {p for p, _, _ in sets}:
+        parts[part] = []
+    for part, label, load in sets:
         X, y = load()
         stem = os.path.join(tmp, label.replace(" ", "_"))
         np.save(stem + "_X.npy", X)
         np.save(stem + "_y.npy", y)
-        card = int(X.max()) + 1
         for method in METHODS:
             k = min(K, X.shape[1])
             res = {lib: measure_in_child(prepare, (lib, method, stem, k), 1 if SCRIPT.quick else args.repeats,
@@ -194,19 +255,16 @@ def main(argv=None) -> None:
             theirs = res["FEAST"]["value"] if res["FEAST"]["status"] == "ok" else []
             prefix, verdict = agreement(method, X, y, ours, theirs) if ok else (0, "error")
             pair = plan.get("pair") or plan.get("pair_free") or plan.get("pairs") or plan.get("relevance") or {}
-            row = {"data": label, "rows": X.shape[0], "features": X.shape[1], "alphabet": card,
+            row = {"data": label, "rows": X.shape[0], "features": X.shape[1], "alphabet": int(X.max()) + 1,
                    "classes": int(y.max()) + 1, "method": method, "tensorprob s": t_tp, "FEAST s": t_fe,
                    "FEAST / tensorprob": t_fe / t_tp if ok else float("nan"),
                    "peak MiB": peak / 2**20, "strategy": "+".join(sorted(pair)), "same prefix": prefix,
-                   "agreement": verdict, "note": res["tensorprob"]["note"] or res["FEAST"]["note"]}
-            rows.append(row)
+                   "agreement": verdict, "note": res["tensorprob"]["note"] or res["FEAST"]["note"],
+                   "commit": SCRIPT.commit}
+            parts[part].append(row)
             print(" | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()), flush=True)
-            SCRIPT.write_csv(args.part if args.part != "all" else "", rows)
-    cols = ["data", "alphabet", "classes", "method", "tensorprob s", "FEAST s", "FEAST / tensorprob", "peak MiB",
-            "strategy", "agreement"]
-    SCRIPT.write_text(f"# tensorprob against FEAST at every alphabet (k = {K}, one thread each)\n\n"
-                      f"machine: {machine()}; commit {SCRIPT.commit}; FEAST / tensorprob > 1: tensorprob faster\n\n"
-                      f"{markdown(rows, cols)}\n")
+            SCRIPT.write_csv(part, parts[part])
+    SCRIPT.write_text(report(parts))
 
 
 if __name__ == "__main__":

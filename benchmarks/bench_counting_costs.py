@@ -33,6 +33,21 @@ from tensorprob.counting._sorted import run_sums
 from tensorprob.counting._tables import _xlogx, joint_table, one_hot
 
 
+def _cells_for_fraction(frac: float, M: int) -> int:
+    """Values to draw uniform keys from so that about ``frac`` of a row of M sorted keys start a run."""
+    if frac * M <= 1:
+        return 1
+    if frac >= 1:
+        return 1 << 30
+    lo, hi = 1.0, float(1 << 30)  # distinct keys K (1 - exp(-M / K)) grow with K: bisect on log K
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if mid * -math.expm1(-M / mid) / M < frac:
+            lo = mid
+        else:
+            hi = mid
+    return max(1, round(hi))
+
 def seconds(fn, repeats: int) -> float:
     """Median seconds of ``fn()`` over ``repeats`` calls after one warm-up call."""
     fn()
@@ -98,11 +113,18 @@ def fit(repeats: int) -> dict[str, float]:
     log_s = (per[16384] - per[1024]) / math.log2(16384 / 1024)
     got["SORT_LOG_S"] = max(log_s, 0.0)
     got["SORT_LONG_S"] = max(per[1024] - got["SORT_LOG_S"] * math.log2(1024 / _costs.SORT_SHORT_ROWS), 0.0)
-    Lx = _xlogx(4096, torch.device("cpu")).numpy()
-    distinct = np.sort(rng.integers(0, 1 << 30, (8000, 250)).astype(np.int32), axis=1)
-    got["RUN_ENTRY_S"] = seconds(lambda: run_sums(distinct, Lx), repeats) / distinct.size
-    dense = np.sort(rng.integers(0, 20, (400, 5000)).astype(np.int32), axis=1)
-    got["RUN_REPEAT_S"] = seconds(lambda: run_sums(dense, Lx), repeats) / dense.size
+    # the sums over runs, at each fraction of run starts: rows of 1,000 keys from as many values as
+    # give that fraction (uniform keys), the median over 100 to 10,000-key rows
+    per_fraction = []
+    for frac in _costs.RUN_FRACTIONS:
+        t = []
+        for M in (100, 1000, 10000):
+            L = _xlogx(M, torch.device("cpu")).numpy()
+            K = _cells_for_fraction(frac, M)
+            keys = np.sort(rng.integers(0, K, (1_000_000 // M, M)).astype(np.int32), axis=1)
+            t.append(seconds(lambda k=keys, L=L: run_sums(k, L), repeats) / keys.size)
+        per_fraction.append(float(np.median(t)))
+    got["RUN_ENTRY_S"] = tuple(per_fraction)
     # the off-baseline entries, made once per run
     from tensorprob.counting._baseline import OffBaseline, baseline_entropy_sums
 
@@ -150,7 +172,12 @@ def main(argv=None) -> None:
     print(f"# {machine()}, torch {torch.__version__}, numpy {np.__version__}, one thread; commit {SCRIPT.commit}")
     for name, value in got.items():
         old = getattr(_costs, name)
-        print(f"{name} = {value:.3g}  # _costs.py: {old:.3g} ({value / old:.2f}x)")
+        if isinstance(value, tuple):  # a constant per point of a grid
+            print(f"{name} = ({', '.join(f'{v:.2g}' for v in value)})  # _costs.py: "
+                  f"({', '.join(f'{v:.2g}' for v in old)})")
+        else:
+            print(f"{name} = {value:.3g}  # _costs.py: {old:.3g} ({value / old:.2f}x)")
+
 
 
 if __name__ == "__main__":

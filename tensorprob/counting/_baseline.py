@@ -242,7 +242,8 @@ class Baseline(Strategy):
         span = I * A * C
         # the off-baseline cells by a histogram or by sorted rows (one row per candidate), whichever the block takes
         cells = min(n * span * _costs.CELL_S * margins,
-                    _costs.sort_seconds(n, int(entries / max(n, 1)) + 1) + entries * margins * _costs.RUN_REPEAT_S)
+                    _costs.sort_seconds(n, int(entries / max(n, 1)) + 1)
+                    + margins * _costs.run_seconds(n, int(entries / max(n, 1)) + 1, span))
         return (entries * _costs.OFF_ENTRY_S + cells + n * A * C * 2 * _costs.CELL_S * margins
                 + build + _costs.BLOCK_CALL_S * (entries // _BLOCK_ENTRIES + 1))
 

@@ -40,10 +40,11 @@ SORT_SHORT_ROWS = 512
 #: One entry of a longer row (a quicksort), plus ``SORT_LOG_S`` per doubling of the row past ``SORT_SHORT_ROWS``.
 SORT_LONG_S = 3.3e-9
 SORT_LOG_S = 2.6e-9
-#: One entry of the sums over runs of sorted keys that are mostly distinct (only repeats are read).
-RUN_ENTRY_S = 0.25e-9
-#: One entry of the sums over runs of sorted keys with many repeats (one looked-up value per run).
-RUN_REPEAT_S = 0.75e-9
+#: One entry of the sums over the runs of sorted keys, by the fraction of entries that start a run
+#: (``RUN_FRACTIONS``, interpolated between them): the passes are branchy, so rows of a few long
+#: runs or of mostly distinct keys are cheap and everything between costs several times more.
+RUN_FRACTIONS = (0.0, 0.01, 0.1, 0.3, 0.62, 0.85, 0.95, 1.0)
+RUN_ENTRY_S = (0.56e-9, 0.72e-9, 1.8e-9, 1.4e-9, 2.9e-9, 1.8e-9, 1.3e-9, 0.2e-9)
 
 # ---------------------------------------------------------------- off-baseline entries
 #: One entry of the codes sorted into the entries off each feature's most frequent value (once per run).
@@ -91,6 +92,25 @@ OPEN_FRACTION = 0.75
 LAZY_MIN_FEATURES = 128
 #: Bytes of a block of count tables kept in cache (the blocked histograms).
 CACHE_BLOCK_BYTES = 2**20
+
+
+def run_seconds(rows: int, length: int, cells: float) -> float:
+    """Seconds of the sums over runs of ``rows`` sorted rows of ``length`` keys spread over ``cells`` values.
+
+    A row holds about ``cells (1 - exp(-length / cells))`` distinct keys (the uniform case, an
+    upper bound for skewed codes); their share of the row picks the cost per entry.
+    """
+    import bisect
+    import math
+
+    if rows <= 0 or length <= 0:
+        return 0.0
+    cells = max(float(cells), 1.0)
+    p = min(1.0, cells * -math.expm1(-length / cells) / length)
+    i = min(max(bisect.bisect_right(RUN_FRACTIONS, p), 1), len(RUN_FRACTIONS) - 1)
+    f0, f1 = RUN_FRACTIONS[i - 1], RUN_FRACTIONS[i]
+    t = (p - f0) / (f1 - f0)
+    return rows * length * (RUN_ENTRY_S[i - 1] * (1 - t) + RUN_ENTRY_S[i] * t)
 
 
 def sort_seconds(rows: int, length: int) -> float:

@@ -153,9 +153,10 @@ class Sorted(Strategy):
         margins = 2 if req.kind == "relevance" else len(_missing_entropies(req))
         A = 1 if req.kind == "relevance" else d.max_card
         C = 1 if req.kind == "pair_free" else d.n_classes
-        # mostly distinct keys (more cells than rows) take the cheap pass over the repeats
-        run = _costs.RUN_ENTRY_S if d.max_card * A * C > M else _costs.RUN_REPEAT_S
-        return (_costs.sort_seconds(n, M) + n * M * (2 * _costs.KEY_S + margins * run)
+        runs = _costs.run_seconds(n, M, d.max_card * A * C)
+        if margins > 1:  # the (x, a) margin: keys of fewer cells
+            runs += _costs.run_seconds(n, M, d.max_card * A) * (margins - 1)
+        return (_costs.sort_seconds(n, M) + 2 * n * M * _costs.KEY_S + runs
                 + _costs.BLOCK_CALL_S * (n * M // _BLOCK_KEYS + 1))
 
     def count(self, req: Request):

@@ -110,12 +110,6 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     ab = a.clamp_min(0) * card_b + b.clamp_min(0)  # (M,)
     per = card * card_a * card_b
     complete = _complete(codes, ab_ok) if complete is None else complete
-    if (dev.type == "cpu" and n > 1 and M > 1 and codes.stride(1) == 1 and codes.stride(0) == n
-            and n * per * 8 <= block_budget(dev) and n * per < 2**31):
-        # row-major codes whose tables all fit a block: blocks of whole rows, each a contiguous
-        # slab, added into one table (a block of columns would read every row strided)
-        return _row_blocks(codes, per, card_a * card_b, ab, ab_ok, weights, dtype, complete).view(
-            n, card, card_a, card_b)
     blocks = list(chunk_ranges(n, 4 * max(1, M), block_budget(dev)))
     widest = max((e - s for s, e in blocks), default=0)
     itype = torch.int32 if widest * per + 1 < 2**31 else torch.int64
@@ -146,31 +140,6 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype if w is None else torch.float64)[:nbins].view(g, per)
         del idx, vals  # before the next block's are made: one block's index at a time
     return out.view(n, card, card_a, card_b)
-
-
-def _row_blocks(codes: torch.Tensor, per: int, scale: int, ab: torch.Tensor, ab_ok: torch.Tensor,
-                weights: torch.Tensor | None, dtype: torch.dtype, complete: bool) -> torch.Tensor:
-    """:func:`joint_table` of row-major CPU codes (M, n) whose n tables of ``per`` cells fit a block: (n, per)."""
-    M, n = codes.shape
-    itype = np.int32
-    nbins = n * per
-    cand = np.arange(n, dtype=itype) * per
-    abn, okn = ab.to(torch.int32).numpy(), ab_ok.numpy()
-    w = None if weights is None else weights.to(torch.float64).numpy()
-    total = np.zeros(nbins + 1, dtype=np.float64 if w is not None else np.int64)
-    rows = max(1, block_budget(codes.device) // max(1, 4 * n))
-    src = codes.numpy()
-    for s in range(0, M, rows):
-        e = min(M, s + rows)
-        c = src[s:e]
-        idx = np.multiply(c, scale, dtype=itype)
-        idx += abn[s:e, None]
-        idx += cand[None, :]
-        if not complete:
-            idx[(c < 0) | ~okn[s:e, None]] = nbins  # the discarded bin
-        vals = None if w is None else np.broadcast_to(w[s:e, None], c.shape).ravel()
-        total += np.bincount(idx.ravel(), weights=vals, minlength=nbins + 1)
-    return torch.from_numpy(total[:nbins]).to(dtype).view(n, per)
 
 
 def _cpu_index(c: np.ndarray, scale: int, ab: np.ndarray, cand: np.ndarray, fm: bool) -> np.ndarray:
