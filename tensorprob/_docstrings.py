@@ -45,15 +45,24 @@ X : array-like, tensor or DataFrame of shape (n_samples, n_features)
     Raw data of any dtype, encoded by :func:`tensorprob.encode` (categories by value, a raw
     ``-1`` included; continuous columns discretized into ``n_bins`` bins). An
     :class:`~tensorprob.Encoded` is used as its codes (``-1`` = missing).""",
+    "X_cpd": """\
+X : array-like, tensor or DataFrame of shape (n_samples, n_features)
+    Raw data of any dtype, encoded by :func:`tensorprob.encode` (categories by value, a raw
+    ``-1`` included; continuous columns discretized into ``n_bins`` bins), except an integer
+    array or tensor without a negative value, which the CPD fits take as codes (each value its
+    own code, ``max + 1`` values per column; pass it through :func:`tensorprob.encode` to
+    have its distinct values as the categories). An :class:`~tensorprob.Encoded` is used as its
+    codes (``-1`` = missing).""",
     "X_stream": """\
 X : array-like, tensor, DataFrame, RowChunks, callable or path
     Raw data of any dtype, encoded by :func:`tensorprob.encode` (categories by value, a raw
-    ``-1`` included; continuous columns discretized into ``n_bins`` bins). An
-    :class:`~tensorprob.Encoded` is used as its codes (``-1`` = missing). Data larger than
-    memory: a :class:`tensorprob.datasets.RowChunks`, a callable returning a fresh iterator of
-    chunks, or the path of a Parquet file or directory, read in two passes (labels and weights
-    then come with the chunks; equal-width bins only); see the user guide, "Data larger than
-    memory".""",
+    ``-1`` included; continuous columns discretized into ``n_bins`` bins), except an integer
+    array or tensor without a negative value, which the CPD fits take as codes (each value its
+    own code, ``max + 1`` values per column). An :class:`~tensorprob.Encoded` is used as its
+    codes (``-1`` = missing). Data larger than memory: a
+    :class:`tensorprob.datasets.RowChunks`, a callable returning a fresh iterator of chunks, or
+    the path of a Parquet file or directory, read in two passes (labels and weights then come
+    with the chunks); see the user guide, "Data larger than memory".""",
     "y_labels": """\
 y : array-like of shape (n_samples,)
     Class labels (any hashable values; missing labels are an error).""",

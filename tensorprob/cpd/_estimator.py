@@ -112,7 +112,7 @@ class CPD(CachedParamNames, BaseEstimator):
 
         Parameters
         ----------
-        %(X_raw)s
+        %(X_cpd)s
         %(cpd_y)s
         sample_weight : array-like of shape (n_samples,), optional
             Nonnegative finite row weights (default all 1), relative frequencies: they are rescaled

@@ -60,7 +60,7 @@ def select_rank(X: Any, y: Any, ranks: Sequence[int] = (5, 10, 15, 20, 30), cv: 
 
     Parameters
     ----------
-    %(X_raw)s
+    %(X_cpd)s
     %(y_labels)s
     ranks : sequence of int, default=(5, 10, 15, 20, 30)
         Candidate ranks (numbers of components).
