@@ -238,6 +238,25 @@ def test_large_alphabets_few_rows_are_counted_by_sorting():
     np.testing.assert_allclose(sel.scores_, ref.scores_, rtol=1e-12)
 
 
+def test_baseline_is_left_out_where_most_entries_are_off_the_baseline():
+    """Uniform codes of 64 values: almost every entry is off its feature's top value, so the
+    planner never estimates the baseline strategy below the others; forced by name it still counts."""
+    rng = np.random.default_rng(2)
+    X, y = rng.integers(0, 64, (400, 60)), rng.integers(0, 2, 400)
+    enc = tp.Encoded(X, np.full(60, 64))
+    sel = tp.JMI(k=4).fit(enc, y)
+    assert "baseline" not in sel.counting_plan_["pair"]
+    data = SelectionData(torch.as_tensor(X.astype(np.int8)), np.full(60, 64), torch.as_tensor(y), 2)
+    data.relevance
+    req = _planner.Request("pair", j=0, needed=("mi_xa_b",))
+    assert data.planner.strategy("baseline").seconds(req) == np.inf
+    with tp.config_context(counting="baseline"):
+        forced = tp.JMI(k=4).fit(enc, y)
+    assert forced.counting_plan_["pair"] == {"baseline": 3}
+    np.testing.assert_array_equal(forced.selected_, sel.selected_)
+    np.testing.assert_allclose(forced.scores_, sel.scores_, rtol=1e-12)
+
+
 def test_few_features_read_mostly_are_counted_all_at_once():
     rng = np.random.default_rng(1)
     X, y = rng.integers(0, 3, (400, 12)), rng.integers(0, 2, 400)

@@ -21,6 +21,7 @@ tables would have more cells than entries.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import torch
@@ -147,7 +148,7 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
         S = np.bincount((ov // card) * G + gr, minlength=nb * G).reshape(nb, G)
         base = (np.broadcast_to(sizes, (nb, G)) if shared else pick_sizes[which[pos:end]]) - S
         span = card * G
-        if nb * span <= min(12 * max(total, 1), 1 << 22):  # few cells per entry: a histogram
+        if _histogram(nb * span, total):  # few cells per entry: a histogram
             cnt = np.bincount(key, minlength=nb * span)
             if out_full is not None:
                 out_full[pos:end] = L.take(cnt).reshape(nb, span).sum(1) + L.take(base).sum(1)
@@ -177,6 +178,17 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
     if out_margin is None and margin:  # no class digit: the margin is the full table
         out_margin = out_full
     return out_full, out_margin
+
+
+#: A block's off-baseline cells are counted by a histogram while it has at most this many cells per
+#: entry and at most ``_HIST_MAX_CELLS`` cells (then its passes stay near the cache); else by sorting.
+_HIST_CELLS_PER_ENTRY = 12
+_HIST_MAX_CELLS = 1 << 20
+
+
+def _histogram(cells: int, entries: int) -> bool:
+    """Whether a block of ``entries`` off-baseline entries and ``cells`` cells is counted by a histogram."""
+    return cells <= min(_HIST_CELLS_PER_ENTRY * max(entries, 1), _HIST_MAX_CELLS)
 
 
 def _group_sizes(g: np.ndarray, G: int) -> np.ndarray:
@@ -233,6 +245,8 @@ class Baseline(Strategy):
             frac = self._off.nnz / max(1, N * M)
         else:
             frac = _off_fraction(d)
+        if frac > _costs.BASELINE_MAX_OFF:  # little to save: never chosen, still counts when forced by name
+            return math.inf
         C = 1 if req.kind == "pair_free" else d.n_classes
         A = 1 if req.kind == "relevance" else d.max_card if req.kind == "pairs" else int(d.cards[req.j])
         n = len(req.cand) if req.kind == "pairs" else (N if req.cols is None else len(req.cols))
@@ -280,6 +294,10 @@ def _off_fraction(d) -> float:
     """The share of entries off their feature's most frequent value, from the class table when it is counted."""
     T = d._class_table
     if T is None:
+        m = d._marginals
+        if isinstance(m, dict):  # H(x) >= -log p_max: each feature's share off its top value is at most 1 - exp(-H)
+            h = m["h_x"].to(torch.float64) * d.log_base
+            return float((1.0 - torch.exp(-h)).mean())
         return 0.5  # unknown before any count: a middling guess
     per = T.sum(3)[:, :, 0]  # (N, I) value counts
     top = per.max(1).values.sum()

@@ -90,6 +90,9 @@ OPEN_FRACTION = 0.75
 #: candidate at every step at or below it, where the tables of all pairs make an eager step a
 #: slice (``benchmarks/bench_peers.py``'s CMIM rows, eager and lazy).
 LAZY_MIN_FEATURES = 128
+#: The planner chooses the baseline strategy only while at most this share of the entries is off
+#: each feature's most frequent value: above it, gathering the entries costs more than the rows saved.
+BASELINE_MAX_OFF = 0.6
 #: Bytes of a block of count tables kept in cache (the blocked histograms).
 CACHE_BLOCK_BYTES = 2**20
 
