@@ -156,7 +156,9 @@ class SelectionData:
     _open: np.ndarray | None = field(default=None, init=False, repr=False)  # see retire (None: every column)
     _n_open: int = field(default=0, init=False, repr=False)  # features not retired
     _cols: Any = field(default=None, init=False, repr=False)  # see _open_columns (None: unknown, False: none)
-    _pick_keys: dict = field(default_factory=dict, init=False, repr=False)  # see pick_keys
+    _pick_rows: np.ndarray | None = field(default=None, init=False, repr=False)  # see pick_keys
+    _pick_slot: np.ndarray | None = field(default=None, init=False, repr=False)  # row of each pick (-1: none)
+    _n_picks: int = field(default=0, init=False, repr=False)
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
     planner: Planner = field(init=False, repr=False)
 
@@ -705,19 +707,27 @@ class SelectionData:
         Returns
         -------
         (ndarray, ndarray)
-            One row per distinct pick (picks, M), and which row is each pair's (len(sel),).
+            The rows of every pick asked for so far in the run (picks, M), and which row is each
+            pair's (len(sel),).
         """
         C = self.n_classes
-        kt = np.int16 if self._max_card * C <= 2**15 else np.int32
-        keys = self._pick_keys
-        u, which = np.unique(sel, return_inverse=True)
-        for s in u.tolist():
-            if s not in keys:
-                row = np.multiply(self.codes[:, s].numpy(), C, dtype=kt)
-                row += self.y.numpy().astype(kt)
-                keys[s] = row
-        rows = np.stack([keys[s] for s in u.tolist()]) if u.size else np.zeros((0, self.n_total), dtype=kt)
-        return rows, which.reshape(-1)
+        if self._pick_slot is None:
+            kt = np.int16 if self._max_card * C <= 2**15 else np.int32
+            self._pick_slot = np.full(self.n_features, -1, dtype=np.int64)
+            self._pick_rows = np.empty((min(16, max(1, self.n_features)), self.n_total), dtype=kt)
+        sel = np.asarray(sel, dtype=np.int64).reshape(-1)
+        slot = self._pick_slot
+        for s in np.unique(sel[slot[sel] < 0]).tolist():  # each pick's row made once, in the next free row
+            if self._n_picks == self._pick_rows.shape[0]:
+                grown = np.empty((2 * self._n_picks, self.n_total), dtype=self._pick_rows.dtype)
+                grown[:self._n_picks] = self._pick_rows
+                self._pick_rows = grown
+            row = self._pick_rows[self._n_picks]
+            np.multiply(self.codes[:, s].numpy(), C, dtype=row.dtype, out=row)
+            row += self.y.numpy().astype(row.dtype)
+            slot[s] = self._n_picks
+            self._n_picks += 1
+        return self._pick_rows[:self._n_picks], slot[sel]
 
     # ------------------------------------------------------------------ what strategies hand back
     def finish(self, req: Request, T: torch.Tensor) -> Any:
