@@ -62,9 +62,9 @@ def seconds(fn, repeats: int) -> float:
 def fit(repeats: int) -> dict[str, float]:
     rng = np.random.default_rng(0)
     got: dict[str, float] = {}
-    # histograms: cache-resident and cold bins
+    # histograms: bins in a cache block, in the last-level cache, in memory
     n = 4_000_000
-    for name, bins in (("SCATTER_S", 1 << 16), ("SCATTER_COLD_S", 1 << 24)):
+    for name, bins in (("SCATTER_S", 1 << 16), ("SCATTER_L3_S", _costs.CACHE_L3_BYTES // 8), ("SCATTER_COLD_S", 1 << 24)):
         keys = torch.from_numpy(rng.integers(0, bins, n).astype(np.int32))
         got[name] = seconds(lambda k=keys, b=bins: torch.bincount(k, minlength=b), repeats) / n
     # keys are built a cache-sized block at a time, in place (as the blocked histograms do)

@@ -14,6 +14,8 @@ from __future__ import annotations
 SCATTER_S = 1.1e-9
 #: One histogram update whose bins spill out of cache (one table of the whole data, large).
 SCATTER_COLD_S = 28e-9
+#: One histogram update into a table the size of the last-level cache (``CACHE_L3_BYTES``).
+SCATTER_L3_S = 3.8e-9
 #: One entry of an index built from the codes (a widening multiply and adds, NumPy).
 KEY_S = 0.18e-9
 #: One cell of a count table read back: its ``m log m`` looked up and summed into an entropy.
@@ -95,6 +97,25 @@ LAZY_MIN_FEATURES = 128
 BASELINE_MAX_OFF = 0.6
 #: Bytes of a block of count tables kept in cache (the blocked histograms).
 CACHE_BLOCK_BYTES = 2**20
+#: Bytes of a table that still updates at about ``SCATTER_L3_S`` (the last-level cache).
+CACHE_L3_BYTES = 2**24
+
+
+def scatter_seconds(table_bytes: float) -> float:
+    """Seconds of one histogram update into tables of ``table_bytes`` in all.
+
+    ``SCATTER_S`` within a cache block, rising log-linearly to ``SCATTER_L3_S`` at the
+    last-level cache and to ``SCATTER_COLD_S`` at eight times that (memory).
+    """
+    import math
+
+    if table_bytes <= CACHE_BLOCK_BYTES:
+        return SCATTER_S
+    if table_bytes <= CACHE_L3_BYTES:
+        t = math.log2(table_bytes / CACHE_BLOCK_BYTES) / math.log2(CACHE_L3_BYTES / CACHE_BLOCK_BYTES)
+        return SCATTER_S + t * (SCATTER_L3_S - SCATTER_S)
+    t = min(1.0, math.log2(table_bytes / CACHE_L3_BYTES) / 3)
+    return SCATTER_L3_S + t * (SCATTER_COLD_S - SCATTER_L3_S)
 
 
 def run_seconds(rows: int, length: int, cells: float) -> float:

@@ -63,7 +63,7 @@ class Bincount(Strategy):
             return d.reference_seconds(req)
         n, cells = _tables_and_cells(d, req)
         rows = d.budget_rows
-        scatter = _costs.SCATTER_S if cells * 8 * min(n, 64) <= _costs.CACHE_BLOCK_BYTES else _costs.SCATTER_COLD_S
+        scatter = _costs.scatter_seconds(cells * 8 * min(n, 64))
         s = n * rows * (2 * _costs.KEY_S + scatter) + n * cells * 8e-10
         if req.kind in ("pair", "pair_free", "pairs", "triple"):
             s += n * cells * 6 * _costs.CELL_S + _costs.QUANTITIES_CALL_S * _n_blocks(d, n, cells)
@@ -272,7 +272,7 @@ class Keyed(Strategy):
              else int(d.cards[req.j]))
         per = d.max_card * A * C
         M = d.n_total
-        scatter = _costs.SCATTER_S if 8 * per <= _costs.CACHE_BLOCK_BYTES else _costs.SCATTER_COLD_S
+        scatter = _costs.scatter_seconds(8 * per)
         margins = 2 if req.kind == "relevance" else 1 + (C > 1 and "h_xa" in _missing(req))
         step = max(1, _costs.CACHE_BLOCK_BYTES // (8 * per))
         return (n * M * (3 * _costs.KEY_S + scatter) + n * per * (0.3e-9 + margins * _costs.CELL_S)
