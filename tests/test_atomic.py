@@ -46,7 +46,9 @@ def test_killed_save_leaves_the_old_or_the_new_model(tmp_path, sig, device, dtyp
     rng = np.random.default_rng(0)
     for _ in range(3):
         child = subprocess.Popen([sys.executable, "-c", _SAVER, str(path)], stdout=subprocess.PIPE, text=True,
-                                 env={**os.environ, "OMP_NUM_THREADS": "1"})
+                                 env={**os.environ, "OMP_NUM_THREADS": "1"},
+                                 # SIGINT as a terminal has it (a background run's children ignore it)
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             assert child.stdout.readline().strip() == "ready"
             time.sleep(rng.uniform(0.05, 0.4))  # lands inside one of the saves (they take most of the loop)

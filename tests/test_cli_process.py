@@ -26,8 +26,15 @@ def cpu_lane(device, dtype):
         pytest.skip("a CPU child process: the cpu-float64 lane runs it")
 
 
+def _sigint_default():
+    # a run started in the background of a non-interactive shell ignores SIGINT, and children
+    # inherit that: the child gets the default back, as a terminal's Ctrl-C would find it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _tensorprob(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "tensorprob", *args], env=ENV, text=True, **kw)
+    return subprocess.Popen([sys.executable, "-m", "tensorprob", *args], env=ENV, text=True,
+                            preexec_fn=_sigint_default, **kw)
 
 
 def _long_fit_data(tmp_path):
