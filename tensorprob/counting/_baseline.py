@@ -29,8 +29,8 @@ import torch
 from .._config import setting
 from . import _costs
 from ._planner import Request, Strategy, register
-from ._sorted import run_sums
-from ._tables import _XLOGX_MAX, Quantities, _xlogx
+from ._sorted import entropy_sums_refusal, run_sums
+from ._tables import Quantities, _xlogx
 
 _CPU = torch.device("cpu")
 
@@ -216,16 +216,9 @@ class Baseline(Strategy):
 
     def applies(self, req: Request) -> str | None:
         d = self.data
-        if d.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
-        if d.stream is not None or d.distributed:
-            return "streamed or distributed rows (its sums are not additive over blocks of rows)"
-        if not d.complete or d.weights is not None:
-            return "missing entries or weights (it counts complete, unweighted rows)"
-        if d.n_total > _XLOGX_MAX:
-            return "more rows than the m log m lookup table holds"
-        if req.kind != "relevance" and d.marginal_entropies() is None:
-            return "no marginal entropies of the class table"
+        why = entropy_sums_refusal(d, req)
+        if why is not None:
+            return why
         if d.n_features * d.n_total * 10 > setting("memory_budget"):  # an off-baseline entry: 10 bytes at most
             return "the off-baseline entries could exceed memory_budget"
         return None

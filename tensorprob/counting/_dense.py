@@ -21,6 +21,7 @@ from .._config import setting
 from .._device import chunk_ranges
 from . import _costs
 from ._planner import KINDS, Request, Strategy, register
+from ._sorted import entropy_sums_refusal
 from ._tables import (
     _XLOGX_MAX,
     Quantities,
@@ -251,18 +252,7 @@ class Keyed(Strategy):
     kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
 
     def applies(self, req: Request) -> str | None:
-        d = self.data
-        if d.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
-        if d.stream is not None or d.distributed:
-            return "streamed or distributed rows (its sums are not additive over blocks of rows)"
-        if not d.complete or d.weights is not None:
-            return "missing entries or weights (it counts complete, unweighted rows)"
-        if d.n_total > _XLOGX_MAX:
-            return "more rows than the m log m lookup table holds"
-        if req.kind != "relevance" and d.marginal_entropies() is None:
-            return "no marginal entropies of the class table"
-        return None
+        return entropy_sums_refusal(self.data, req)
 
     def seconds(self, req: Request) -> float:
         d = self.data

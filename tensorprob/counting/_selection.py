@@ -26,6 +26,7 @@ from ._tables import (
     _complete,
     _xlogx,
     entropies_of_counts,
+    information_of_entropies,
     table_information,
 )
 
@@ -816,16 +817,7 @@ class SelectionData:
                 h[name] = (np.maximum((top - v) / t, 0.0) + 0.0) / self.log_base
         out = {}
         for q in req.needed:
-            if q in h:
-                out[q] = torch.from_numpy(np.ascontiguousarray(h[q]))
-                continue
-            plus, minus = _QUANTITIES[q]
-            v = h[plus[0]]
-            for e in plus[1:]:
-                v = v + h[e]
-            for e in minus:
-                v = v - h[e]
-            out[q] = torch.from_numpy(np.maximum(v, 0.0))
+            out[q] = torch.from_numpy(np.ascontiguousarray(h[q]) if q in h else information_of_entropies(h, q))
         return Quantities(out)
 
     def _seed_numpy(self, req: Request) -> dict[str, np.ndarray]:

@@ -24,7 +24,7 @@ import torch
 
 from . import _costs
 from ._planner import Request, Strategy, register
-from ._tables import _xlogx
+from ._tables import _XLOGX_MAX, _xlogx
 
 _CPU = torch.device("cpu")
 
@@ -133,18 +133,7 @@ class Sorted(Strategy):
     kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
 
     def applies(self, req: Request) -> str | None:
-        d = self.data
-        if d.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
-        if d.stream is not None or d.distributed:
-            return "streamed or distributed rows (its sums are not additive over blocks of rows)"
-        if not d.complete or d.weights is not None:
-            return "missing entries or weights (it counts complete, unweighted rows)"
-        if req.kind != "relevance" and d.marginal_entropies() is None:
-            return "no marginal entropies of the class table"
-        if d.n_total > _XLOGX_ROWS:
-            return "more rows than the m log m lookup table holds"
-        return None
+        return entropy_sums_refusal(self.data, req)
 
     def seconds(self, req: Request) -> float:
         d = self.data
@@ -182,8 +171,23 @@ class Sorted(Strategy):
         return d.entropies_from_sums(req, {"h_xab": xab, "h_xa": xa})
 
 
-#: Rows whose ``m log m`` the lookup table holds (the sums read it by run length).
-_XLOGX_ROWS = 2**20
+def entropy_sums_refusal(d, req: Request) -> str | None:
+    """Why the strategies that sum ``c log c`` of complete rows (sorted, keyed, baseline) cannot count ``req``; None: they can.
+
+    Their sums read the ``m log m`` lookup table by count, are not additive over blocks of rows,
+    and leave the entropies without the pair to the class table.
+    """
+    if d.codes.device.type != "cpu":
+        return "the codes are not on the CPU"
+    if d.stream is not None or d.distributed:
+        return "streamed or distributed rows (its sums are not additive over blocks of rows)"
+    if not d.complete or d.weights is not None:
+        return "missing entries or weights (it counts complete, unweighted rows)"
+    if d.n_total > _XLOGX_MAX:
+        return "more rows than the m log m lookup table holds"
+    if req.kind != "relevance" and d.marginal_entropies() is None:
+        return "no marginal entropies of the class table"
+    return None
 
 
 def _n_tables(d, req: Request) -> int:
