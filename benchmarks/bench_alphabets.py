@@ -189,8 +189,8 @@ def _summary(rows: list[dict]) -> str:
 def report(parts: dict[str, list[dict]]) -> str:
     """The markdown report of the part tables (``planted``, ``skfeature``) that exist."""
     rows = [r for part in ("planted", "skfeature") for r in parts.get(part, [])]
-    commits = ", ".join(f"{part} {sorted({str(r.get('commit', '?')) for r in rs})[0]}"
-                        for part, rs in parts.items() if rs)
+    commits = ", ".join(f"{part} {' + '.join(sorted({str(r.get('commit', '?')) for r in rs}))}"
+                        for part, rs in parts.items() if rs)  # a part resumed at another commit names both
     cols = ["data", "alphabet", "classes", "method", "tensorprob s", "FEAST s", "FEAST / tensorprob", "peak MiB",
             "strategy", "agreement"]
     n_behind = sum(float(r["FEAST / tensorprob"]) < 1 for r in rows)

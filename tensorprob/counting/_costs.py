@@ -9,6 +9,9 @@ output on the 2-core x86-64 (AVX-512) machine of ``docs/benchmarks.md`` (2026-11
 """
 from __future__ import annotations
 
+import bisect
+import math
+
 # ---------------------------------------------------------------- histograms (bincount, scatter-add)
 #: One scattered histogram update whose bins stay in cache (a cache-sized block of tables).
 SCATTER_S = 1.1e-9
@@ -107,8 +110,6 @@ def scatter_seconds(table_bytes: float) -> float:
     ``SCATTER_S`` within a cache block, rising log-linearly to ``SCATTER_L3_S`` at the
     last-level cache and to ``SCATTER_COLD_S`` at eight times that (memory).
     """
-    import math
-
     if table_bytes <= CACHE_BLOCK_BYTES:
         return SCATTER_S
     if table_bytes <= CACHE_L3_BYTES:
@@ -124,9 +125,6 @@ def run_seconds(rows: int, length: int, cells: float) -> float:
     A row holds about ``cells (1 - exp(-length / cells))`` distinct keys (the uniform case, an
     upper bound for skewed codes); their share of the row picks the cost per entry.
     """
-    import bisect
-    import math
-
     if rows <= 0 or length <= 0:
         return 0.0
     cells = max(float(cells), 1.0)
@@ -139,7 +137,5 @@ def run_seconds(rows: int, length: int, cells: float) -> float:
 
 def sort_seconds(rows: int, length: int) -> float:
     """Seconds to sort ``rows`` rows of ``length`` small integer keys each (one sort per row)."""
-    import math
-
     per = SORT_SHORT_S if length <= SORT_SHORT_ROWS else SORT_LONG_S + SORT_LOG_S * math.log2(length / SORT_SHORT_ROWS)
     return rows * length * per
