@@ -215,7 +215,9 @@ def main(argv=None) -> None:
     ap = SCRIPT.parser(quick="a few small shapes, one warm call", seed=False, repeats=3, from_csv=True,
                        repeats_help="warm calls at least (they go on until they fill 0.5 s)",
                        options={"part": ("all", "which table", ["all", "planted", "skfeature"]),
-                                "timeout": (300.0, "seconds per call")})
+                                "timeout": (300.0, "seconds per call"),
+                                "methods": (",".join(METHODS), "methods to run, comma-separated; the other "
+                                            "methods' rows are kept from the part's CSV file")})
     args = SCRIPT.parse(ap, argv)
     if args.from_csv:
         SCRIPT.write_text(report(_read_parts()))
@@ -235,8 +237,14 @@ def main(argv=None) -> None:
         for n in names:
             sets += [("skfeature", f"{n[:-4]} 5 bins", lambda n=n: skfeature(n, False)),
                      ("skfeature", f"{n[:-4]} by value", lambda n=n: skfeature(n, True))]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        ap.error(f"unknown methods {unknown}; choose from {METHODS}")
     parts = {} if SCRIPT.quick else _read_parts()  # a run of one part keeps the other's table
+    kept = {}  # (part, data, method) -> row of an earlier run, for the methods not run now
     for part in {p for p, _, _ in sets}:
+        kept.update({(part, r["data"], r["method"]): r for r in parts.get(part, []) if r["method"] not in methods})
         parts[part] = []
     for part, label, load in sets:
         X, y = load()
@@ -244,6 +252,10 @@ def main(argv=None) -> None:
         np.save(stem + "_X.npy", X)
         np.save(stem + "_y.npy", y)
         for method in METHODS:
+            if method not in methods:
+                if (part, label, method) in kept:
+                    parts[part].append(kept[(part, label, method)])
+                continue
             k = min(K, X.shape[1])
             res = {lib: measure_in_child(prepare, (lib, method, stem, k), 1 if SCRIPT.quick else args.repeats,
                                          args.timeout, ctx=ctx, min_seconds=0 if SCRIPT.quick else 0.5)

@@ -17,7 +17,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import tensorprob as tp
 from tensorprob.counting import SelectionData, strategies
-from tensorprob.counting._costs import LAZY_MIN_FEATURES
 from tensorprob.selection import get_selector
 from tensorprob.selection._classic import CMIMCriterion
 from tensorprob.selection._greedy import greedy_forward
@@ -314,28 +313,35 @@ def test_lazy_equals_eager_on_complete_data(variant, strategy, dtype, device):
     assert_same_scores(v1, v0)
 
 
-def test_auto_is_lazy_on_many_features_on_the_cpu():
-    def data(M, N, device="cpu"):
-        codes = torch.zeros((M, N), dtype=torch.int64, device=device)
-        return SelectionData(codes, 5, torch.zeros(M, dtype=torch.int64, device=device), 10)
+def test_auto_weighs_lazy_rounds_against_eager_steps_on_the_cpu():
+    """``lazy="auto"`` is eager where an eager step is a slice of the tables of all pairs (few rows and
+    features: chess, a 73 x 325 set) and lazy where counting every candidate at every step costs more
+    than a few listed pairs: many features (COIL-20-shaped) or many rows (100,000 x 100, where the
+    tables of all pairs exceed the memory budget)."""
+    rng = np.random.default_rng(3)
 
-    auto = CMIMCriterion("brown", "auto")
-    assert not auto._use_lazy(data(3196, 36))  # chess: eager (every eager step a slice of the tables of all pairs)
-    assert auto._use_lazy(data(1440, 1024))  # COIL-20: lazy
-    assert auto._use_lazy(data(100, LAZY_MIN_FEATURES + 1))
-    assert not auto._use_lazy(data(100, LAZY_MIN_FEATURES))
-    assert CMIMCriterion("brown", True)._use_lazy(data(10, 2))
-    assert not CMIMCriterion("brown", False)._use_lazy(data(1440, 1024))
+    def data(M, N, card, classes, device="cpu"):
+        codes = torch.from_numpy(rng.integers(0, card, (M, N)).astype(np.int8)).to(device)
+        y = torch.from_numpy(rng.integers(0, classes, M)).to(device)
+        return SelectionData(codes, card, y, classes)
+
+    auto = CMIMCriterion("fleuret", "auto")
+    for shape, lazy in (((3196, 36, 3, 2), False), ((73, 325, 5, 7), False), ((1440, 1024, 5, 20), True),
+                        ((100_000, 100, 2, 10), True), ((100_000, 100, 45, 2), True)):
+        d = data(*shape)
+        d.plan(10, auto.pair_needed)
+        assert auto._use_lazy(d) == lazy, shape
+    assert CMIMCriterion("brown", True)._use_lazy(data(10, 2, 2, 2))
+    assert not CMIMCriterion("brown", False)._use_lazy(data(1440, 1024, 5, 20))
     if torch.cuda.is_available():
-        assert not auto._use_lazy(data(1440, 1024, "cuda"))  # eager on CUDA (one sync per step)
+        assert not auto._use_lazy(data(1440, 1024, 5, 20, "cuda"))  # eager on CUDA (one sync per step)
 
 
 def _large(seed=0, M=1800, N=300):
-    """Codes with more than LAZY_MIN_FEATURES features: "auto" is lazy on them in memory on the CPU."""
+    """Codes on which "auto" is lazy in memory on the CPU (300 features of 3 values)."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 3, (M, N))
     y = (X[:, 0] + X[:, 7] + (rng.random(M) < 0.3)) % 3
-    assert N > LAZY_MIN_FEATURES
     return X, y
 
 
@@ -367,7 +373,7 @@ def test_auto_is_eager_in_batches_that_count_steps_together():
     (a lazy member counts pairs) and on the members themselves; an explicit choice stands."""
     from tensorprob.counting._batched import EAGER_MIN_BATCH, BatchedSelectionData
 
-    X, y = _large(30)
+    X, y = _large(30, N=1200)
     args = (torch.as_tensor(X), 3, torch.as_tensor(y), 3)
     rng = np.random.default_rng(31)
     for B, weights, counting, lazy in ((EAGER_MIN_BATCH, "counts", "auto", False),

@@ -185,6 +185,19 @@ def test_the_planner_picks_the_cheapest_that_applies_and_says_why_not(caplog):
         assert torch.equal(q.mi_x_a, ref.mi_x_a)
         with tp.config_context(counting="test-never"), pytest.raises(ValueError, match="never applies"):
             SelectionData(codes, cards, y, C).pair_information(2, _FREE_Q)
+        # the estimate a caller weighs: the cheapest that applies, under a setting the forced one; nothing recorded
+        e = SelectionData(codes, cards, y, C)
+        assert e.estimate_seconds(2, _FREE_Q) == 0.0
+        with tp.config_context(counting="reference"):
+            ref_s = e.planner.strategy("bincount").seconds(_planner.Request("pair_free", j=2, needed=_FREE_Q))
+            assert e.estimate_seconds(2, _FREE_Q) == ref_s > 0
+        with tp.config_context(counting="test-never"):
+            assert e.estimate_seconds(2, _FREE_Q) == np.inf
+        cand = np.array([0, 1, 3])
+        listed = [e.planner.strategy(n) for n in strategies("pairs")]
+        req = _planner.Request("pairs", cand=cand, sel=np.full(3, 2), needed=_FREE_Q)
+        assert e.estimate_seconds(2, _FREE_Q, cand) == min(s.seconds(req) for s in listed if s.applies(req) is None)
+        assert not {"pair_free", "pairs"} & set(e.counting_plan)  # (the class tables the estimates read are counted)
     finally:
         del _planner._REGISTRY["test-free"], _planner._REGISTRY["test-never"]
 

@@ -30,9 +30,11 @@ QUANTITIES_CALL_S = 0.21e-3
 
 # ---------------------------------------------------------------- grouped comparisons
 #: One (value, entry) comparison with its byte sum (SIMD; the grouped counts).
-GROUPED_COMPARE_S = 0.125e-9
+GROUPED_COMPARE_S = 0.11e-9
 #: One NumPy call of the grouped counts' inner loop (with its gather of a block of rows).
-GROUPED_CALL_S = 1.17e-6
+GROUPED_CALL_S = 1.0e-6
+#: One row of the grouped counts put in key order (its key's sort, its gather).
+GROUPED_ROW_S = 50e-9
 #: One output cell of a grouped count (levels combined, transposed into a table).
 GROUPED_CELL_S = 0.98e-9
 
@@ -91,10 +93,20 @@ PATTERNS_MAX = 16
 GROUPED_MAX_LEVELS = 16
 #: A step counts only the open candidates once at most this fraction of them is open.
 OPEN_FRACTION = 0.75
-#: CMIM's ``lazy="auto"`` counts listed pairs (lazy rounds) above this many features, and every
-#: candidate at every step at or below it, where the tables of all pairs make an eager step a
-#: slice (``benchmarks/bench_peers.py``'s CMIM rows, eager and lazy).
-LAZY_MIN_FEATURES = 128
+#: Fixed seconds of one step of CMIM's lazy rounds (about 1.5 listed-pair requests and their
+#: NumPy bookkeeping), against which ``lazy="auto"`` weighs an eager step.
+LAZY_STEP_S = 0.2e-3
+
+
+def lazy_pairs_per_step(n_features: int, k: int, seed: int) -> int:
+    """Listed pairs a typical step of CMIM's lazy rounds counts, selecting k of N features.
+
+    The seed, about sqrt(N) contenders near the best, and k / 2 pairs for the picks the leaders
+    have not seen: steps near ties count more, steps with a clear leader fewer (the pairs counted
+    by the CMIM rows of ``benchmarks/bench_alphabets.py``: 10-250 a step at k = 10 and 50, on 36
+    to 2,000 features).
+    """
+    return int(seed + max(k, 0) / 2 + math.sqrt(max(n_features, 0)))
 #: The planner chooses the baseline strategy only while at most this share of the entries is off
 #: each feature's most frequent value: above it, gathering the entries costs more than the rows saved.
 BASELINE_MAX_OFF = 0.6

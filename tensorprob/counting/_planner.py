@@ -349,11 +349,34 @@ class Planner:
         self._chosen[key] = best
         return best
 
-    def _choose(self, req: Request, mode: str) -> Strategy:
-        names = [n for n, c in _REGISTRY.items() if req.kind in c.kinds]
+    def estimate(self, req: Request) -> float:
+        """Estimated seconds of ``req`` by the strategy the planner would choose; no choice is made or recorded.
+
+        What a caller weighs when it can ask for its tables in more than one way (CMIM's lazy
+        rounds against eager steps). Under a forced setting: that strategy's estimate (inf where
+        it cannot count the request). The estimates may count the class tables, which every run reads.
+        """
+        mode = _config.setting("counting")
+        if mode != "auto":
+            mode = check_counting(mode)
+        best_s = np.inf
+        for name in self._names(req, mode):
+            s = self.strategy(name)
+            if s.applies(req) is None:
+                best_s = min(best_s, float(s.seconds(req)))
+        return best_s
+
+    @staticmethod
+    def _names(req: Request, mode: str) -> list[str]:
+        """The strategies that a request's kind can be counted by under ``mode``."""
         if mode == "reference":
-            names = [REFERENCE]
-        elif mode != "auto" and mode in names:
+            return [REFERENCE]
+        names = [n for n, c in _REGISTRY.items() if req.kind in c.kinds]
+        return [mode] if mode in names else names  # a forced strategy of another kind leaves this kind to the planner
+
+    def _choose(self, req: Request, mode: str) -> Strategy:
+        names = self._names(req, mode)
+        if mode not in ("auto", "reference") and names == [mode]:
             s = self.strategy(mode)
             why = s.applies(req)
             if why is not None:

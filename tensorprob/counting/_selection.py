@@ -120,6 +120,8 @@ class SelectionData:
     ----------
     counting_plan : CountingPlan
         Which strategy counted the run's tables, per kind of table.
+    planned_steps : int
+        Pair requests the greedy run said it will make (:meth:`plan`; 0 before).
 
     Examples
     --------
@@ -161,6 +163,7 @@ class SelectionData:
     _pick_slot: np.ndarray | None = field(default=None, init=False, repr=False)  # row of each pick (-1: none)
     _n_picks: int = field(default=0, init=False, repr=False)
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
+    planned_steps: int = field(default=0, init=False, repr=False)
     planner: Planner = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -542,7 +545,8 @@ class SelectionData:
         needed : tuple of str, default=("mi_xa_b",)
             The quantities it reads (they decide the kind of the requests).
         """
-        self.planner.expect(self._pair_kind(needed), k - 1)
+        self.planned_steps = max(0, int(k) - 1)
+        self.planner.expect(self._pair_kind(needed), self.planned_steps)
 
     def retire(self, j: int) -> None:
         """Leave feature ``j`` out of the tables of later pair requests (the greedy driver's picks).
@@ -617,6 +621,32 @@ class SelectionData:
         if open_ is None or not strategy.subsets:
             return out
         return _Scattered(out, open_[1], self.n_features)
+
+    def estimate_seconds(self, j: int, needed: tuple[str, ...], cand: np.ndarray | None = None) -> float:
+        """Estimated seconds of counting what a caller would ask for, from the planner's strategies.
+
+        Parameters
+        ----------
+        j : int
+            The pick (``a`` of the tables).
+        needed : tuple of str
+            The quantities (as for :meth:`pair_information`).
+        cand : array-like of int, optional
+            Listed candidates, each against ``j`` (:meth:`pairs_information`); None: every
+            candidate (:meth:`pair_information`).
+
+        Returns
+        -------
+        float
+            Seconds of the cheapest strategy that applies (inf if none does); no table of
+            the request is counted, and no choice recorded.
+        """
+        needed = tuple(needed)
+        if cand is None:
+            return self.planner.estimate(Request(self._pair_kind(needed), j=j, needed=needed))
+        cand = np.asarray(cand, dtype=np.int64)
+        return self.planner.estimate(Request("pairs", cand=cand, sel=np.full(cand.shape, j, dtype=np.int64),
+                                             needed=needed))
 
     def pairs_information(self, cand: np.ndarray, sel: np.ndarray, needed: tuple[str, ...]) -> Any:
         """Quantities of the (x_cand[i], x_sel[i], class) tables of listed pairs (a = x_sel).

@@ -181,9 +181,11 @@ class CMIMCriterion(_SumsCriterion):
         scores are those of the eager evaluation, which conditions every candidate on every new
         pick (one table count of all candidates per step), up to the rounding of float64 sums
         (the lazy rounds count listed pairs, :meth:`~tensorprob.counting.SelectionData.pairs_information`).
-        ``"auto"``: lazy on the CPU for more than ``LAZY_MIN_FEATURES`` features
-        (:mod:`~tensorprob.counting._costs`), eager otherwise (few features: every eager step
-        reads the tables of all pairs, counted at once), and eager on streamed data, where every lazy round would read all the rows
+        ``"auto"``: on the CPU, lazy where the planner's estimate of one lazy step (the rounds'
+        fixed cost ``LAZY_STEP_S`` and the listed pairs of a typical step,
+        :func:`~tensorprob.counting._costs.lazy_pairs_per_step`) is below its estimate of one
+        eager step (few features and rows: the eager step is a slice of the tables of all pairs,
+        counted at once), eager on CUDA, and eager on streamed data, where every lazy round would read all the rows
         once more (``True`` still evaluates lazily there), and for the members of a batch that
         counts every member's step in one product
         (:attr:`~tensorprob.counting.SelectionData.batch_counts_steps_together`).
@@ -211,7 +213,17 @@ class CMIMCriterion(_SumsCriterion):
             return False
         if data.batch_counts_steps_together:  # one product serves every member's eager step
             return False
-        return data.codes.device.type == "cpu" and data.n_features > _costs.LAZY_MIN_FEATURES
+        if data.codes.device.type != "cpu" or data.n_features < 3:  # off the CPU every round is a sync
+            return False
+        # one eager step (every candidate against a pick) against one lazy step (its rounds' fixed
+        # cost and a typical number of listed pairs), both as the planner would count them; the
+        # most relevant feature, the first pick, stands for the picks
+        rel = data.relevance.cpu()
+        m = min(data.n_features - 1, _costs.lazy_pairs_per_step(data.n_features, data.planned_steps + 1, self.seed))
+        top = torch.topk(rel, m + 1).indices.numpy()
+        eager = data.estimate_seconds(int(top[0]), self.pair_needed)
+        lazy = _costs.LAZY_STEP_S + data.estimate_seconds(int(top[0]), self.pair_needed, top[1:])
+        return lazy < eager
 
     def start(self, data: SelectionData) -> None:
         super().start(data)
