@@ -259,6 +259,7 @@ def test_baseline_is_left_out_where_most_entries_are_off_the_baseline():
     enc = tp.Encoded(X, np.full(60, 64))
     sel = tp.JMI(k=4).fit(enc, y)
     assert "baseline" not in sel.counting_plan_["pair"]
+    assert "baseline: not chosen here, only when forced" in str(sel.counting_plan_) and "inf" not in str(sel.counting_plan_)
     data = SelectionData(torch.as_tensor(X.astype(np.int8)), np.full(60, 64), torch.as_tensor(y), 2)
     data.relevance
     req = _planner.Request("pair", j=0, needed=("mi_xa_b",))

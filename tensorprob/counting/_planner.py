@@ -285,7 +285,8 @@ class CountingPlan(Mapping):
             served = ", ".join(f"{n} x{c}" for n, c in per.items())
             lines.append(f"{kind}: {served}")
             for name, sec, why in self._last.get(kind, []):
-                what = f"{sec * 1e3:.3g} ms estimated" if why is None else f"not applicable: {why}"
+                what = (f"not applicable: {why}" if why is not None else f"{sec * 1e3:.3g} ms estimated"
+                        if np.isfinite(sec) else "not chosen here, only when forced (its cost model rules it out)")
                 lines.append(f"    {name}: {what}")
         return "\n".join(lines) if lines else "(no tables counted)"
 
@@ -423,7 +424,8 @@ class Planner:
 def _log(kind: str, name: str, considered: list[tuple[str, float | None, str | None]]) -> None:
     """The DEBUG record of a choice: the strategy, its estimate, and every other one's estimate or reason."""
     est = next((t for n, t, w in considered if n == name and t is not None), 0.0)
-    others = "; ".join(f"{n}: {'%.3g ms' % (t * 1e3) if w is None else w}" for n, t, w in considered if n != name)
+    others = "; ".join(f"{n}: {w if w is not None else '%.3g ms' % (t * 1e3) if np.isfinite(t) else 'ruled out'}"
+                       for n, t, w in considered if n != name)
     logger.debug("%s table(s) by %s (%.3g ms estimated)%s", kind, name, est * 1e3, f"; {others}" if others else "")
 
 
