@@ -86,10 +86,10 @@ def fit(repeats: int) -> dict[str, float]:
     class D:
         log_base, n_rows = 1.0, None
     got["QUANTITIES_CALL_S"] = seconds(lambda: _block_quantities(T, D, ("mi_xa_b", "cmi_x_b_given_a")), repeats * 20)
-    # grouped comparisons: M N V compares, calls per group and a cost per row put in key order, by
-    # least squares over shapes of the three ways grouped_counts takes (runs, folded narrow rows,
-    # blocks); the three-term model is within about 2.5x of every shape (many groups of 16 values
-    # and wide binary blocks are underestimated most)
+    # grouped comparisons: M N V compares, calls per group, a cost per row put in key order and
+    # per count written, by least squares over shapes of the three ways grouped_counts takes (runs,
+    # folded narrow rows, blocks); the four-term model is within about 2.5x of every shape (wide
+    # binary blocks and many groups of 16 values are underestimated most)
     A, b = [], []
     # the shapes of the papers' 5-bin sets weigh in (coil20, MNIST-5k, madelon, chess: groups of the
     # pick's values and of (pick, class)), so the fit is closest where the planner decides most;
@@ -98,7 +98,8 @@ def fit(repeats: int) -> dict[str, float]:
                        (60000, 600, 2, 100), (1440, 1024, 5, 5), (1440, 1024, 5, 100), (5000, 784, 5, 5),
                        (5000, 784, 5, 50), (2600, 500, 5, 5), (2600, 500, 5, 10), (3196, 36, 3, 6),
                        (100, 10000, 5, 10), (1000, 1000, 16, 160), (100000, 100, 2, 20), (100000, 100, 5, 50),
-                       (100000, 100, 2, 2), (10000, 100, 16, 160), (10000, 1000, 5, 50)):
+                       (100000, 100, 2, 2), (10000, 100, 16, 160), (10000, 1000, 5, 50), (1000, 1000, 5, 200),
+                       (1000, 1000, 2, 80), (100, 10000, 2, 20), (1000, 1000, 5, 50)):
         codes = np.ascontiguousarray(rng.integers(0, V, (M, N)).astype(np.int8))
         key = rng.integers(0, G, M)
         b.append(seconds(lambda c=codes, k=key, G=G, V=V: grouped_counts(c, k, G, V, True), repeats))
@@ -106,7 +107,7 @@ def fit(repeats: int) -> dict[str, float]:
     A, b = np.asarray(A, dtype=np.float64), np.asarray(b)
     coef = np.linalg.lstsq(A / b[:, None], np.ones_like(b), rcond=None)[0]  # relative errors weigh alike
     got["GROUPED_COMPARE_S"], got["GROUPED_CALL_S"] = max(coef[0], 1e-12), max(coef[1], 1e-8)
-    got["GROUPED_ROW_S"] = max(coef[2], 0.0)
+    got["GROUPED_ROW_S"], got["GROUPED_OUT_S"] = max(coef[2], 0.0), max(coef[3], 0.0)
     out = np.empty((200, 5, 784), dtype=np.int64)
     dst = torch.empty(784, 5, 200, dtype=torch.float64)
     got["GROUPED_CELL_S"] = seconds(lambda: np.copyto(dst.numpy(), out.transpose(2, 1, 0), casting="same_kind"),

@@ -31,6 +31,23 @@ def test_joint_table_equals_plain_counting_and_chunking_changes_nothing():
     assert torch.equal(T, T2)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_row_blocks_of_row_major_codes_equal_plain_counting(dtype):
+    """Row-major codes whose blocks of columns would be narrow (a small budget here, many rows in use)
+    are counted by blocks of whole rows: the same counts as plain loops and as feature-major codes."""
+    rng = np.random.default_rng(5)
+    X, y = rng.integers(0, 4, (400, 60)).astype(np.int8), rng.integers(0, 3, 400)
+    plain = np.zeros((60, 4, 3, 1))
+    for c in range(60):
+        np.add.at(plain[c], (X[:, c], y, 0), 1)
+    rows, cols = torch.from_numpy(X), torch.from_numpy(np.ascontiguousarray(X.T)).T
+    with tp.config_context(memory_budget=2**16):  # blocks of 40 columns: narrower than the 60
+        for codes in (rows, cols):
+            T = joint_table(codes, 4, torch.from_numpy(y), 3, dtype=dtype, complete=True)
+            assert T.dtype == dtype
+            np.testing.assert_array_equal(T.numpy(), plain)
+
+
 def test_missing_entries_are_dropped_pairwise():
     X, y = data(1)
     Xm = X.copy()

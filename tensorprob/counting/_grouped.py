@@ -28,18 +28,20 @@ _GROUPED_GATHER_BYTES = 2**26
 
 def grouped_seconds(M: int, N: int, card: int, n_groups: int, complete: bool, itemsize: int = 1) -> float:
     """Estimated seconds of :func:`grouped_counts` on M rows x N columns (see :func:`grouped_work`)."""
-    compares, calls, rows = grouped_work(M, N, card, n_groups, complete, itemsize)
-    return compares * _costs.GROUPED_COMPARE_S + calls * _costs.GROUPED_CALL_S + rows * _costs.GROUPED_ROW_S
+    compares, calls, rows, cells = grouped_work(M, N, card, n_groups, complete, itemsize)
+    return (compares * _costs.GROUPED_COMPARE_S + calls * _costs.GROUPED_CALL_S + rows * _costs.GROUPED_ROW_S
+            + cells * _costs.GROUPED_OUT_S)
 
 
 def grouped_work(M: int, N: int, card: int, n_groups: int, complete: bool,
-                 itemsize: int = 1) -> tuple[float, float, float]:
-    """(comparisons, NumPy calls, rows) of :func:`grouped_counts` on M rows x N columns in ``n_groups`` groups.
+                 itemsize: int = 1) -> tuple[float, float, float, float]:
+    """(comparisons, NumPy calls, rows, output cells) of :func:`grouped_counts` on M rows x N columns in ``n_groups`` groups.
 
     ``M N V`` comparisons (``V`` = ``card - 1`` values on complete data, ``card`` otherwise),
     the calls of the way :func:`grouped_counts` takes for this shape (see
-    :func:`_grouped_path`), and the M rows put in key order (a sort of their keys and a
-    gather of each row: a cache miss a row once the codes outgrow the cache).
+    :func:`_grouped_path`), the M rows put in key order (a sort of their keys and a gather of
+    each row: a cache miss a row once the codes outgrow the cache), and the ``G V N`` counts
+    written (many small groups: their byte sums and int64 counts outweigh the comparisons).
     """
     V = card - 1 if complete else card
     G = max(1, min(n_groups, M))
@@ -53,7 +55,7 @@ def grouped_work(M: int, N: int, card: int, n_groups: int, complete: bool,
         compares += G * V * W + min(M, G * r / 2) * N * V * 4  # the int64 folds and tails, in comparisons
     else:
         calls = (G + M / _grouped_rows(N, V)) * 3 + G
-    return compares, calls, float(M)
+    return compares, calls, float(M), float(G * V * N)
 
 
 def _grouped_path(M: int, N: int, V: int, groups: int, itemsize: int) -> str:

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from .._device import block_budget, chunk_ranges
+from . import _costs
 
 
 def _complete(codes: torch.Tensor, ab_ok: torch.Tensor) -> bool:
@@ -112,6 +113,12 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     complete = _complete(codes, ab_ok) if complete is None else complete
     blocks = list(chunk_ranges(n, 4 * max(1, M), block_budget(dev)))
     widest = max((e - s for s, e in blocks), default=0)
+    if (dev.type == "cpu" and complete and weights is None and 1 < widest < n and codes.stride(1) == 1
+            and n * per * 8 <= _costs.CACHE_BLOCK_BYTES):
+        # row-major codes, many rows, few narrow tables: blocks of columns would make NumPy loop
+        # over a few entries per row; blocks of whole rows read contiguous slabs into one
+        # cache-sized histogram
+        return _row_blocks(codes, per, card_a * card_b, ab, dtype).view(n, card, card_a, card_b)
     itype = torch.int32 if widest * per + 1 < 2**31 else torch.int64
     ab = ab.to(itype)
     # weighted counts are summed in float64 (exact for integral weights, one rounding to ``dtype``
@@ -140,6 +147,22 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype if w is None else torch.float64)[:nbins].view(g, per)
         del idx, vals  # before the next block's are made: one block's index at a time
     return out.view(n, card, card_a, card_b)
+
+
+def _row_blocks(codes: torch.Tensor, per: int, scale: int, ab: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """:func:`joint_table` of complete, unweighted row-major CPU codes (M, n) by blocks of rows: (n, per)."""
+    M, n = codes.shape
+    src = codes.numpy()
+    abn = ab.to(torch.int32).numpy()[:, None]
+    cand = np.arange(n, dtype=np.int32)[None, :] * per
+    total = torch.zeros(n * per, dtype=torch.int64)
+    rows = max(1, block_budget(codes.device) // max(1, 4 * n))
+    for s in range(0, M, rows):
+        idx = np.multiply(src[s:s + rows], scale, dtype=np.int32)
+        idx += abn[s:s + rows]
+        idx += cand
+        total += torch.bincount(torch.from_numpy(idx).view(-1), minlength=n * per)
+    return total.to(dtype).view(n, per)
 
 
 def _cpu_index(c: np.ndarray, scale: int, ab: np.ndarray, cand: np.ndarray, fm: bool) -> np.ndarray:
