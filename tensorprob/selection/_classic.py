@@ -613,8 +613,9 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
         Fleuret's lazy evaluation: a candidate is conditioned on the selected features it has
         not seen yet only while its partial score could still win. The same picks and scores
         as the eager evaluation (every candidate against every pick; bit for bit on the CPU),
-        from fewer tables. ``"auto"``: lazy on the CPU when the data are large enough for it to
-        pay (about half a million codes, N x M, and more), eager otherwise and on CUDA, and
+        from fewer tables. ``"auto"``: on the CPU, lazy where the counting planner estimates a
+        step of lazy rounds below an eager step (many features or many rows), eager otherwise
+        (few rows and features, where the tables of all pairs are counted at once) and on CUDA, and
         eager on streamed X (row chunks), where each lazy round would read all the rows
         again; ``True`` is exact there too. With ``resamples=`` (four or more weight vectors
         of small integers) "auto" is eager on the CPU too: one matrix product then counts
