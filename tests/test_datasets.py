@@ -95,3 +95,59 @@ def test_planted_explicit_shape_and_errors():
         make_planted((10, 2))
     with pytest.raises(ValueError, match="unknown planted shape"):
         make_planted("planted-imagenet")
+
+
+# ------------------------------------------------------------------ sparse corpora
+def test_sparse_corpus_is_a_canonical_csr_matrix_of_counts():
+    import scipy.sparse as sp
+
+    from tensorprob.datasets import make_sparse_corpus
+
+    d = make_sparse_corpus(3000, 4000, nnz_per_row=20, n_classes=3, n_informative=6, random_state=3)
+    X, y, meta = d
+    assert sp.issparse(X) and X.format == "csr" and X.shape == (3000, 4000) and X.dtype == np.int32
+    assert X.has_canonical_format and (X.data > 0).all()  # sorted, summed, no explicit zeros
+    assert y.dtype == np.int64 and set(np.unique(y)) == {0, 1, 2}
+    # tokens per row: Poisson(20) at least 1; the entries are distinct terms, so a little fewer
+    tokens = np.asarray(X.sum(axis=1)).ravel()
+    assert tokens.min() >= 1 and abs(tokens.mean() - 20) < 0.5
+    assert (X.getnnz(axis=1) <= tokens).all()
+    assert meta["informative"].shape == (6,) and len(set(meta["informative"].tolist())) == 6
+    assert meta["informative_class"].tolist() == [0, 1, 2, 0, 1, 2]
+    assert meta["n_samples"] == 3000 and meta["n_features"] == 4000 and meta["n_classes"] == 3
+    # Zipf: the first term is drawn about 2 ** 1.1 times as often as the second
+    freq = np.asarray(X.sum(axis=0)).ravel()
+    assert 1.6 < freq[0] / freq[1] < 2.7
+    # the same seed, the same corpus; presence instead of counts on request
+    again = make_sparse_corpus(3000, 4000, nnz_per_row=20, n_classes=3, n_informative=6, random_state=3).X
+    assert (again != X).nnz == 0
+    binary = make_sparse_corpus(3000, 4000, nnz_per_row=20, n_classes=3, n_informative=6, binary=True,
+                                random_state=3).X
+    assert (binary.data == 1).all() and np.array_equal(binary.indices, X.indices)
+
+
+def test_sparse_corpus_planted_terms_depend_on_the_class_and_no_other():
+    """An informative term is `effect` times as frequent in its class's documents (relative to the
+    other terms); every other term's rate is the same in every class, up to the sampling noise."""
+    from sklearn.feature_selection import chi2
+
+    from tensorprob.datasets import make_sparse_corpus
+
+    X, y, meta = make_sparse_corpus(20000, 2000, nnz_per_row=40, n_classes=2, n_informative=4, effect=4.0,
+                                    random_state=0)
+    inf, cls = meta["informative"], meta["informative_class"]
+    rate = np.stack([np.asarray(X[y == c].sum(axis=0)).ravel() / (y == c).sum() for c in (0, 1)])
+    for t, c in zip(inf, cls):
+        assert 2.5 < rate[c, t] / rate[1 - c, t] < 6, (t, rate[:, t])
+    scores = chi2(X, y)[0]
+    assert set(np.argsort(-scores)[:4].tolist()) == set(inf.tolist())
+
+
+def test_sparse_corpus_bad_parameters_are_named():
+    from tensorprob.datasets import make_sparse_corpus
+
+    for kwargs, match in (({"n_classes": 1}, "n_classes >= 2"), ({"n_informative": 30}, "n_informative"),
+                          ({"effect": 1.0}, "effect"), ({"nnz_per_row": 0}, "nnz_per_row"),
+                          ({"zipf_exponent": -1}, "zipf_exponent")):
+        with pytest.raises(ValueError, match=match):
+            make_sparse_corpus(10, 20, **kwargs)

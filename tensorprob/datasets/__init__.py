@@ -1,6 +1,7 @@
 """Shipped datasets and planted-model generators."""
 from .._io import RowChunks, shard_files
 from ._shipped import PLANTED_SHAPES, Dataset, list_datasets, load_dataset, load_keel, load_mnist_subset
+from ._sparse import make_sparse_corpus
 from ._synthetic import (
     LatentClassSample,
     gaussian_mixture_gmi_bound,
@@ -21,6 +22,7 @@ __all__ = [
     "list_datasets",
     "load_dataset",
     "make_planted",
+    "make_sparse_corpus",
     "LatentClassSample",
     "gaussian_mixture_gmi_bound",
     "load_keel",
