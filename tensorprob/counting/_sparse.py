@@ -1,0 +1,181 @@
+"""Contingency tables of sparse codes, counted from their stored entries (code 0 is implicit).
+
+Sparse data (term counts, variants, baskets) are codes whose most frequent value, 0, is not
+stored. Every table a selector reads can be counted from the stored entries alone: a cell with
+a nonzero code somewhere is a count of stored entries, and the cells of code 0 are what the
+margins leave. A class table costs one pass over the stored entries; the (x_c, x_j, class)
+tables of every candidate against a pick j read only the stored entries of the rows where
+x_j is off its most frequent value (the other rows are counted by the class table already),
+so a greedy step costs time in proportion to the entries it touches, not to rows x features.
+
+The codes come as the three arrays of a compressed sparse matrix (CSC for columns, CSR for
+rows; SciPy's layout): stored codes are 1 .. card - 1 (an explicitly stored 0 counts as 0),
+every entry is complete (no missing code), and every count is an exact integer, the same as a
+dense count of the same codes.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class SparseCodes(NamedTuple):
+    """Codes of M rows x N columns held as both compressed layouts (code 0 not stored).
+
+    Parameters
+    ----------
+    shape : (int, int)
+        Rows M and columns N.
+    col_ptr, col_rows, col_codes : ndarray
+        CSC: the entries of column n are ``col_ptr[n]:col_ptr[n + 1]``, at rows ``col_rows``
+        with codes ``col_codes``.
+    row_ptr, row_cols, row_codes : ndarray
+        CSR: the entries of row r are ``row_ptr[r]:row_ptr[r + 1]``, in columns ``row_cols``
+        with codes ``row_codes``.
+    """
+
+    shape: tuple[int, int]
+    col_ptr: np.ndarray
+    col_rows: np.ndarray
+    col_codes: np.ndarray
+    row_ptr: np.ndarray
+    row_cols: np.ndarray
+    row_codes: np.ndarray
+
+    @classmethod
+    def from_scipy(cls, codes) -> SparseCodes:
+        """Both layouts of a SciPy sparse matrix or array of integer codes (any format).
+
+        Parameters
+        ----------
+        codes : scipy.sparse matrix or array of shape (M, N)
+            Codes 0 .. card - 1, integers; 0 need not be stored (stored zeros count as 0).
+
+        Returns
+        -------
+        SparseCodes
+        """
+        import scipy.sparse as sp
+
+        if not sp.issparse(codes):
+            raise TypeError(f"expected a scipy.sparse matrix or array, got {type(codes).__name__}")
+        csc, csr = sp.csc_matrix(codes), sp.csr_matrix(codes)
+        for m in (csc, csr):
+            m.sum_duplicates()  # canonical: sorted, one entry per cell
+            m.eliminate_zeros()
+        M, N = csr.shape
+        return cls((int(M), int(N)), csc.indptr.astype(np.int64), csc.indices.astype(np.int64), csc.data,
+                   csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data)
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries."""
+        return int(self.col_rows.size)
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + n)`` for every (s, n), in one vectorized pass."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths  # where each range starts in the output
+    return np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)
+
+
+def sparse_class_table(codes: SparseCodes, card: int, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Counts of (x_n, class) for every column: (N, card, n_classes) int64, from the stored entries.
+
+    Parameters
+    ----------
+    codes : SparseCodes
+        The codes (complete; code 0 implicit).
+    card : int
+        Largest cardinality of the columns (the tables' second axis).
+    y : ndarray of shape (M,), int
+        Classes 0 .. n_classes - 1 (all rows, or a constant for class-free tables).
+    n_classes : int
+        Number of classes.
+
+    Returns
+    -------
+    ndarray of shape (N, card, n_classes), int64
+    """
+    M, N = codes.shape
+    y = np.asarray(y, dtype=np.int64)
+    C, I = int(n_classes), int(card)
+    col = np.repeat(np.arange(N, dtype=np.int64), np.diff(codes.col_ptr))
+    key = (col * I + codes.col_codes.astype(np.int64)) * C + y[codes.col_rows]
+    T = np.bincount(key, minlength=N * I * C).reshape(N, I, C)
+    # code 0: the class sizes less the stored entries (a stored 0 was counted in cell 0 already)
+    T[:, 0, :] = np.bincount(y, minlength=C)[None, :] - T[:, 1:, :].sum(1)
+    return T
+
+
+def sparse_pair_tables(codes: SparseCodes, card: int, j: int, card_j: int, y: np.ndarray, n_classes: int,
+                       class_table: np.ndarray, cols: tuple[int, int] | None = None) -> np.ndarray:
+    """Counts of (x_c, x_j, class) for the candidates c against the pick j, from the entries of the rows off the pick's top value.
+
+    With ``b`` the pick's most frequent code (0 for a sparse column), the cells with x_c and
+    x_j both off their defaults (x_c != 0, x_j != b) come from the stored entries of the rows
+    where x_j != b, at most half of the rows; the cells with x_j = b are the class table's
+    counts less those, and the cells with x_c = 0 are the pick's own (x_j, class) counts less
+    the rest of their column.
+
+    Parameters
+    ----------
+    codes : SparseCodes
+        The codes (complete; code 0 implicit).
+    card : int
+        Largest cardinality of the candidates (the tables' second axis).
+    j : int
+        The pick (column ``a`` of the tables).
+    card_j : int
+        Cardinality of the pick (the tables' third axis).
+    y : ndarray of shape (M,), int
+        Classes (a constant for class-free tables).
+    n_classes : int
+        Number of classes.
+    class_table : ndarray of shape (N, card, n_classes), int
+        :func:`sparse_class_table` of the same codes, classes and ``card``.
+    cols : (int, int), optional
+        Count only the candidates ``cols[0] .. cols[1] - 1`` (a block); None: every column.
+
+    Returns
+    -------
+    ndarray of shape (n_cols, card, card_j, n_classes), int64
+    """
+    M, N = codes.shape
+    c0, c1 = (0, N) if cols is None else (int(cols[0]), int(cols[1]))
+    I, A, C = int(card), int(card_j), int(n_classes)
+    y = np.asarray(y, dtype=np.int64)
+    pick = class_table[j, :A, :]
+    b = int(np.argmax(pick.sum(1)))  # the pick's most frequent code: its rows are not read
+    s, e = int(codes.col_ptr[j]), int(codes.col_ptr[j + 1])
+    stored, stored_a = codes.col_rows[s:e], codes.col_codes[s:e].astype(np.int64)
+    if b == 0:
+        keep = stored_a != 0  # an explicitly stored 0 is code 0
+        rows, a = stored[keep], stored_a[keep]
+    else:  # the pick is nonzero in most rows: read the others (its zeros among them)
+        code = np.zeros(M, dtype=np.int64)
+        code[stored] = stored_a
+        rows = np.flatnonzero(code != b)
+        a = code[rows]
+    starts = codes.row_ptr[rows]
+    lengths = codes.row_ptr[rows + 1] - starts
+    at = _ranges(starts, lengths)
+    cand = codes.row_cols[at]
+    x = codes.row_codes[at].astype(np.int64)
+    owner = np.repeat(np.arange(rows.size), lengths)  # the position in ``rows`` of each entry's row
+    if cols is not None:
+        inside = (cand >= c0) & (cand < c1)
+        cand, x, owner = cand[inside], x[inside], owner[inside]
+    key = (((cand - c0) * I + x) * A + a[owner]) * C + y[rows][owner]
+    n = c1 - c0
+    T = np.bincount(key, minlength=n * I * A * C).reshape(n, I, A, C)
+    T[:, 0] = 0  # stored zeros of candidates: their cells are filled below
+    # x_c != 0, x_j = b: the (x_c, class) counts less those with x_j != b
+    T[:, 1:, b, :] = class_table[c0:c1, 1:, :] - T[:, 1:, :, :].sum(2)
+    # x_c = 0: the (x_j, class) counts less those with x_c != 0
+    T[:, 0, :, :] = pick[None] - T[:, 1:, :, :].sum(1)
+    return T
