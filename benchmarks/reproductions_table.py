@@ -175,12 +175,26 @@ def row_gsm_fig4(results):
         r = ranks[ranks["dataset"] == ds] if ranks is not None else pd.DataFrame()
         n_cv = int((pd.to_numeric(r.get("cv_seconds", pd.Series(dtype=float)), errors="coerce") > 0).sum())
         desc.append(f"{ds} {d['split'].nunique()} splits, rank CV on {n_cv}")
-    variants = ["GSM-CPD (" + ", ".join(desc) + ")"]
+    with_label = any((d["method"] == "GSM-CPD label").any() for _, d in src.values())
+    variants = [("GSM-CPD and GSM-CPD label" if with_label else "GSM-CPD") + " (" + ", ".join(desc) + ")"]
     if remodel is not None and len(remodel):
         rs = remodel.groupby("dataset")["split"].nunique()
         rk = remodel.groupby("dataset")["k"].max()
-        variants.append("remodel (" + ", ".join(f"{d} {rs[d]} split{'s' if rs[d] > 1 else ''}, k <= {rk[d]}"
-                                                for d in PAPER_SETS_000 if d in rs) + "; reduced, see report)")
+        rranks = read("gsm_fig4_ranks_remodel", results)
+
+        def how(ds):
+            """The remodel run's rank on ``ds``: fixed (no CV) or CV on how many splits."""
+            if rranks is None or "dataset" not in rranks:
+                return ""
+            r = rranks[rranks["dataset"] == ds]
+            cv = int((pd.to_numeric(r.get("cv_seconds", pd.Series(dtype=float)), errors="coerce") > 0).sum())
+            vals = sorted({int(v) for v in r["rank"]})
+            return (f", rank CV on {cv}" if cv else
+                    ", rank " + "/".join(map(str, vals)) + " fixed, no rank CV")
+
+        variants.append("GSM-CPD remodel (" + " / ".join(
+            f"{d} {rs[d]} split{'s' if rs[d] > 1 else ''}, k <= {rk[d]}{how(d)}" for d in PAPER_SETS_000
+            if d in rs) + "; reduced, see report)")
     status += " (variants run: " + "; ".join(variants) + ")"
     parts = ["GSM-CPD vs JMIM, points over k (p paired t / Wilcoxon): " + ", ".join(
         f"{d} {_sig(comp.get((d, 'GSM-CPD', 'JMIM')))}" for d in PAPER_SETS_000 if d in src)]
@@ -311,8 +325,12 @@ def row_hofs_table2(results):
         ranks_s = s["rank"].astype(int)
         any_ahead = bool((ranks_s == 1).any())
         n_var = s["variant"].nunique()
+        n_sets = s["dataset"].nunique()
+        splits = s.groupby("dataset", sort=False)["splits"].first()
         sens_txt = (f"; {n_var} formulas of HOFS's conditional term x {s['seed'].nunique()} ICA seeds on "
-                    f"{s['dataset'].nunique()} sets: rank {ranks_s.min()}-{ranks_s.max()} of "
+                    f"{n_sets} set{'s' if n_sets > 1 else ''} ("
+                    + ", ".join(f"{ds} {sp} splits" for ds, sp in splits.items())
+                    + f"): rank {ranks_s.min()}-{ranks_s.max()} of "
                     f"{int(s['n_baselines'].astype(int).max()) + 1}, best variant per set "
                     + ", ".join(f"{ds} {best[ds].idxmin()} {best[ds].min():.1f}" for ds in
                                 dict.fromkeys(s["dataset"])))
