@@ -82,3 +82,24 @@ def test_a_step_reads_only_the_rows_off_the_picks_top_value():
     T = sparse_pair_tables(codes, 3, j, 3, y, 3, CT)
     # the cells with x_j != 0 are the same in both: only the pick's rows were read for them
     np.testing.assert_array_equal(T[:, :, 1:, :], T2[:, :, 1:, :])
+
+
+def test_listed_pairs_equal_the_rows_of_the_pick_tables():
+    """CMIM's listed (candidate, selected) pairs: each pair's table is the row of its pick's tables."""
+    from tensorprob.counting._sparse import sparse_listed_pair_tables
+
+    X = _sparse_codes(11, card=4)
+    y = np.random.default_rng(2).integers(0, 3, X.shape[0])
+    cards = X.max(0) + 1
+    codes = SparseCodes.from_scipy(sp.csr_matrix(X))
+    CT = sparse_class_table(codes, 4, y, 3)
+    rng = np.random.default_rng(4)
+    sel = rng.choice([0, 5, 6, 9], 25)
+    cand = rng.integers(0, X.shape[1], 25)
+    T = sparse_listed_pair_tables(codes, 4, cand, sel, cards, y, 3, CT)
+    for i in range(25):
+        ref = joint_table(torch.from_numpy(X[:, [cand[i]]]), 4, torch.from_numpy(X[:, sel[i]]), 4,
+                          torch.from_numpy(y), 3, complete=True)
+        np.testing.assert_array_equal(T[i], ref.numpy()[0], err_msg=f"pair {i}")
+    with pytest.raises(ValueError, match="one length"):
+        sparse_listed_pair_tables(codes, 4, cand, sel[:3], cards, y, 3, CT)

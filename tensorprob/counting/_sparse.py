@@ -179,3 +179,50 @@ def sparse_pair_tables(codes: SparseCodes, card: int, j: int, card_j: int, y: np
     # x_c = 0: the (x_j, class) counts less those with x_c != 0
     T[:, 0, :, :] = pick[None] - T[:, 1:, :, :].sum(1)
     return T
+
+
+def sparse_listed_pair_tables(codes: SparseCodes, card: int, cand: np.ndarray, sel: np.ndarray, cards: np.ndarray,
+                              y: np.ndarray, n_classes: int, class_table: np.ndarray) -> np.ndarray:
+    """Counts of (x_cand[i], x_sel[i], class) for listed pairs (CMIM's lazy rounds): (P, card, card, n_classes) int64.
+
+    The pairs are grouped by their selected feature; each group is one call of
+    :func:`sparse_pair_tables` restricted to its candidates (the entries of the rows off the
+    pick's top code whose column is listed), so a round reads each pick's rows once.
+
+    Parameters
+    ----------
+    codes : SparseCodes
+        The codes (complete; code 0 implicit).
+    card : int
+        Largest cardinality (both table axes are padded to it).
+    cand, sel : ndarray of int of shape (P,)
+        The candidate and the selected feature of every pair.
+    cards : ndarray of int of shape (N,)
+        Cardinality of every column.
+    y : ndarray of shape (M,), int
+        Classes (a constant for class-free tables).
+    n_classes : int
+        Number of classes.
+    class_table : ndarray of shape (N, card, n_classes), int
+        :func:`sparse_class_table` of the same codes, classes and ``card``.
+
+    Returns
+    -------
+    ndarray of shape (P, card, card, n_classes), int64
+    """
+    cand, sel = np.asarray(cand, dtype=np.int64), np.asarray(sel, dtype=np.int64)
+    if cand.shape != sel.shape or cand.ndim != 1:
+        raise ValueError(f"cand and sel must be 1-D of one length, got shapes {cand.shape} and {sel.shape}")
+    I, C = int(card), int(n_classes)
+    out = np.zeros((cand.size, I, I, C), dtype=np.int64)
+    order = np.argsort(sel, kind="stable")
+    picks, starts = np.unique(sel[order], return_index=True)
+    bounds = np.append(starts, order.size)
+    for j, s0, s1 in zip(picks.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+        at = order[s0:s1]  # the pairs of pick j
+        c = cand[at]
+        lo, hi = int(c.min()), int(c.max()) + 1  # one block spanning the group's candidates
+        A = int(cards[j])
+        T = sparse_pair_tables(codes, I, j, A, y, C, class_table, cols=(lo, hi))
+        out[at, :, :A, :] = T[c - lo]
+    return out
