@@ -322,9 +322,7 @@ class Planner:
         The choice is made once per kind and shape of request (every candidate or the open ones,
         the pick's alphabet, the number of listed pairs to a power of two) and setting.
         """
-        mode = _config.setting("counting")
-        if mode != "auto":
-            mode = check_counting(mode)  # also the environment variable's value
+        mode = _mode()
         key = (req.kind, mode, _shape(self.data, req))
         best = self._chosen.get(key)
         # a run's data never change, so what applies to a shape holds; a batch's members differ
@@ -357,15 +355,17 @@ class Planner:
         rounds against eager steps). Under a forced setting: that strategy's estimate (inf where
         it cannot count the request). The estimates may count the class tables, which every run reads.
         """
-        mode = _config.setting("counting")
-        if mode != "auto":
-            mode = check_counting(mode)
-        best_s = np.inf
-        for name in self._names(req, mode):
+        considered = self._considered(req, self._names(req, _mode()), costed=True)
+        return min((sec for _, sec, why in considered if why is None), default=np.inf)
+
+    def _considered(self, req: Request, names: list[str], costed: bool) -> list[tuple[str, float | None, str | None]]:
+        """Every strategy of ``names``: its estimate (0 unless ``costed``) where it applies, else why not."""
+        out: list[tuple[str, float | None, str | None]] = []
+        for name in names:
             s = self.strategy(name)
-            if s.applies(req) is None:
-                best_s = min(best_s, float(s.seconds(req)))
-        return best_s
+            why = s.applies(req)
+            out.append((name, None, why) if why is not None else (name, float(s.seconds(req)) if costed else 0.0, None))
+        return out
 
     @staticmethod
     def _names(req: Request, mode: str) -> list[str]:
@@ -383,21 +383,11 @@ class Planner:
             if why is not None:
                 raise ValueError(f"counting={mode!r} was asked for, but it cannot count this {req.kind!r} request: "
                                  f"{why}; use counting='auto' or 'reference'")
-            names = [mode]
-        considered: list[tuple[str, float | None, str | None]] = []
-        best, best_s = None, np.inf
-        for name in names:
-            s = self.strategy(name)
-            why = s.applies(req)
-            if why is not None:
-                considered.append((name, None, why))
-                continue
-            sec = float(s.seconds(req)) if len(names) > 1 else 0.0
-            considered.append((name, sec, None))
-            if sec < best_s or best is None:
-                best, best_s = s, sec
-        if best is None:  # the reference applies to every request: a strategy's bug, not the user's
+        considered = self._considered(req, names, costed=len(names) > 1)
+        usable = [(sec, name) for name, sec, why in considered if why is None]
+        if not usable:  # the reference applies to every request: a strategy's bug, not the user's
             raise RuntimeError(f"no counting strategy applies to a {req.kind!r} request: {considered}")
+        best = self.strategy(min(usable, key=lambda t: t[0])[1])  # the first of the cheapest
         self.plan.record(req.kind, best.name, considered)
         if logger.isEnabledFor(logging.DEBUG):
             _log(req.kind, best.name, considered)
@@ -419,6 +409,12 @@ class Planner:
         """One request of ``kind`` was served (what is left expected drops by one)."""
         if self.expected.get(kind):
             self.expected[kind] -= 1
+
+
+def _mode() -> str:
+    """The ``counting`` setting, checked (it may come from the environment variable)."""
+    mode = _config.setting("counting")
+    return mode if mode == "auto" else check_counting(mode)
 
 
 def _log(kind: str, name: str, considered: list[tuple[str, float | None, str | None]]) -> None:
