@@ -153,14 +153,12 @@ def _row_blocks(codes: torch.Tensor, per: int, scale: int, ab: torch.Tensor, dty
     """:func:`joint_table` of complete, unweighted row-major CPU codes (M, n) by blocks of rows: (n, per)."""
     M, n = codes.shape
     src = codes.numpy()
-    abn = ab.to(torch.int32).numpy()[:, None]
-    cand = np.arange(n, dtype=np.int32)[None, :] * per
+    abn = ab.to(torch.int32).numpy()
+    cand = np.arange(n, dtype=np.int32) * per
     total = torch.zeros(n * per, dtype=torch.int64)
     rows = max(1, block_budget(codes.device) // max(1, 4 * n))
     for s in range(0, M, rows):
-        idx = np.multiply(src[s:s + rows], scale, dtype=np.int32)
-        idx += abn[s:s + rows]
-        idx += cand
+        idx = _cpu_index(src[s:s + rows], scale, abn[s:s + rows], cand, False)
         total += torch.bincount(torch.from_numpy(idx).view(-1), minlength=n * per)
     return total.to(dtype).view(n, per)
 
