@@ -6,6 +6,7 @@
         [--remodel-datasets mnist,coil20] [--remodel-rank 0] [--remodel-splits 0] [--remodel-restarts 0]
         [--n-samples 5000] [--estimator rao_blackwell|mc]
         [--inputs codes,continuous] [--seed 0] [--threads 1] [--resume] [--from-csv]
+        [--reuse-from main|TAG] [--stop-at HH:MM] [--split-minutes mnist=13,...]
 
 GSM-CPD (``tensorprob.GSMCPD``, lazy greedy) in three variants, each its own method column:
 
@@ -38,6 +39,12 @@ Writes ``results/gsm_fig4.md``, the per-split accuracies ``results/gsm_fig4.csv`
 after every split; ``--resume`` keeps the (data set, split) pairs already in them, so data sets can run
 in separate invocations (each split records its commit, and the report names every commit with its
 splits); ``--from-csv`` rebuilds the markdown and the plots.
+
+``--resume --reuse-from main`` gives the rank CV to splits that an earlier run gave split 0's rank: each split
+this run's files lack is cross-validated; when the CV picks the rank of the earlier run's selections on that
+split, its rows are copied (the ranks file records the CV's commit in ``cv_commit`` and the selections' in
+``commit``), otherwise every method is rerun at the new rank. With ``--stop-at`` the splits not reached are
+copied from the earlier run as they are (``source`` says so) and a later ``--resume`` gives them their CV.
 """
 from __future__ import annotations
 
@@ -84,6 +91,14 @@ OPTIONS = {"datasets": ("chess,mnist,coil20", "comma-separated subset of chess,m
            "cv-restarts": (1, "EM restarts of each CV fit"),
            "restarts": (3, "EM restarts of every GSM-CPD fit (batched, best likelihood kept)"),
            "variants": ("latent,label,remodel", "GSM-CPD variants, comma-separated from latent,label,remodel"),
+           "reuse-from": ("", "with --resume: a run to reuse ('main': the untagged files, else its tag); every split "
+                              "this run lacks gets its own rank CV, its selections are copied from that run when the "
+                              "CV picks the rank they were computed at and rerun otherwise, and the splits not reached "
+                              "(--stop-at) are copied from it as they are (marked in the ranks file, and given their "
+                              "own CV by a later --resume)"),
+           "stop-at": ("", "HH:MM (UTC, today): start no split that would end after it (its expected time: the "
+                           "longest split of the data set so far in this invocation, else --split-minutes)"),
+           "split-minutes": ("", "expected minutes of a split before one has run, e.g. 'mnist=13,coil20=30'"),
            "remodel-datasets": ("mnist,coil20", "data sets the remodel variant runs on ('all' for every one; "
                                 "default: the two of ours among the paper's four largest by samples x features)"),
            "remodel-rank": (0, "rank of the remodel variant's refitted CPDs (0: the split's rank)"),
@@ -187,7 +202,48 @@ def _rows(X, idx):
     return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
 
 
-def run_dataset(name, args, done, res_parts, rank_rows, save):
+SOURCE_RUN = "run here"
+SOURCE_REUSED = "CV here; selections reused from {commit} (same rank)"
+SOURCE_COPIED = "copied from the {tag} run at {commit} (rank from {how})"
+
+
+def reuse_tag(args) -> str | None:
+    """The tag of the files of ``--reuse-from`` ('' for the untagged ones), or None without it."""
+    if not args.reuse_from:
+        return None
+    return "" if args.reuse_from == "main" else args.reuse_from
+
+
+def read_reuse(args):
+    """(per-split rows, ranks rows) of the ``--reuse-from`` run, or None."""
+    tag = reuse_tag(args)
+    if tag is None:
+        return None
+    from _common import out_path
+
+    res_p = out_path(args.out_dir, "gsm_fig4", tag)
+    rk_p = out_path(args.out_dir, "gsm_fig4_ranks", tag)
+    if not (os.path.exists(res_p) and os.path.exists(rk_p)):
+        raise SystemExit(f"--reuse-from {args.reuse_from}: {res_p} or {rk_p} is missing")
+    return pd.read_csv(res_p), pd.read_csv(rk_p, dtype={"commit": str})
+
+
+def _clean(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}
+
+
+def stop_time(args) -> float | None:
+    """``--stop-at`` as a Unix time (today, UTC), or None."""
+    if not args.stop_at:
+        return None
+    import datetime as dt
+
+    h, m = (int(x) for x in args.stop_at.split(":"))
+    now = dt.datetime.now(dt.timezone.utc)
+    return now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
+
+
+def run_dataset(name, args, done, res_parts, rank_rows, save, reuse=None):
     data = load(name)
     if data is None:
         return None
@@ -200,9 +256,18 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
     splits = holdout_splits(y, n_rep, 0.3, args.seed)
     clfs = {"codes": make_classifier("1nn", inputs="codes", n_bins=5), "continuous": "1nn"}
     t0 = time.perf_counter()
+    stop = stop_time(args)
+    by_min = {a.strip(): float(b) for a, b in (p.split("=") for p in args.split_minutes.split(",") if p.strip())}
+    ran = []  # seconds of the splits run in this invocation
+    want = [VARIANTS[v] for v in args.variants if v != "remodel"] + BASELINES
     for i, (tr, te) in enumerate(splits):
         if (name, i) in done:
             continue
+        expect = max(ran) if ran else 60.0 * by_min.get(name, 0.0)
+        if stop is not None and time.time() + expect > stop:
+            print(f"{name}: split {i} not started (expected {expect / 60:.0f} min, --stop-at {args.stop_at})",
+                  flush=True)
+            break
         ts = time.perf_counter()
         prior = [r["rank"] for r in rank_rows if r["dataset"] == name and r.get("cv_seconds", 0) > 0]
         if args.rank != "cv":
@@ -214,6 +279,28 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
         else:
             grid = [int(r) for r in args.rank_grid.split(",")]
             rec = choose_rank(_rows(X, tr), y[tr], grid, args.rank_max, args.cv_restarts, args.seed, args.device)
+            rec["rank_max"] = args.rank_max
+            rec["cv_commit"] = SCRIPT.commit
+        if reuse is not None and rec["cv_seconds"] > 0:
+            src_res, src_ranks = reuse
+            old_rk = src_ranks[(src_ranks["dataset"] == name) & (src_ranks["split"] == i)]
+            old = src_res[(src_res["dataset"] == name) & (src_res["split"] == i)]
+            if (len(old_rk) == 1 and int(old_rk["rank"].iloc[0]) == rec["rank"]
+                    and set(want) <= set(old["method"])):
+                keep = old[old["method"].isin(want) & old["input"].isin(args.inputs)]
+                res_parts.append(keep.copy())
+                o = _clean(old_rk.iloc[0].to_dict())
+                row = {c: o[c] for c in o if c.endswith(" seconds") and c.split(" seconds")[0] in want}
+                row.update(rec, dataset=name, split=i, commit=o.get("commit"), first_picks=o.get("first_picks", ""),
+                           source=SOURCE_REUSED.format(commit=o.get("commit")),
+                           split_seconds=time.perf_counter() - ts)
+                rank_rows.append(row)
+                ran.append(row["split_seconds"])
+                print(f"{name} split {i}: rank {rec['rank']}{' (top of grid)' if rec['top_of_grid'] else ''}, "
+                      f"the rank of the selections of {o.get('commit')}: reused; {row['split_seconds']:.0f} s",
+                      flush=True)
+                save()
+                continue
         sel = selectors(args, name, rec["rank"], i)
         res, fitted = evaluate_splits(sel, X, y, [(tr, te)], ks, {c: clfs[c] for c in args.inputs},
                                       progress=False, dataset=name, return_fitted=True)
@@ -221,13 +308,31 @@ def run_dataset(name, args, done, res_parts, rank_rows, save):
         res = res.rename(columns={"classifier": "input"})
         res_parts.append(res)
         g = fitted.get((GSM, 0))
-        rank_rows.append(dict(rec, dataset=name, split=i, commit=SCRIPT.commit,
+        rank_rows.append(dict(rec, dataset=name, split=i, commit=SCRIPT.commit, source=SOURCE_RUN,
                               **{f"{m} seconds": float(res.loc[res["method"] == m, "select_seconds"].iloc[0])
                                  for m in sel},
                               first_picks="" if g is None else " ".join(map(str, g.selected_[:5]))))
         rank_rows[-1]["split_seconds"] = time.perf_counter() - ts
+        ran.append(rank_rows[-1]["split_seconds"])
         print(f"{name} split {i}: rank {rec['rank']}{' (top of grid)' if rec['top_of_grid'] else ''}, "
               f"{time.perf_counter() - ts:.0f} s", flush=True)
+        save()
+    if reuse is not None:  # the splits not reached: the earlier run's rows as they are, marked
+        src_res, src_ranks = reuse
+        have = {int(r["split"]) for r in rank_rows if r["dataset"] == name}
+        for i in range(n_rep):
+            old_rk = src_ranks[(src_ranks["dataset"] == name) & (src_ranks["split"] == i)]
+            if i in have or len(old_rk) != 1:
+                continue
+            old = src_res[(src_res["dataset"] == name) & (src_res["split"] == i)]
+            res_parts.append(old[old["method"].isin(want) & old["input"].isin(args.inputs)].copy())
+            o = _clean(old_rk.iloc[0].to_dict())
+            how = (f"its own CV at {o.get('commit')}" if float(o.get("cv_seconds") or 0) > 0 else
+                   "the earlier run's CV splits, not cross-validated on this split")
+            row = {c: v for c, v in o.items() if not c.endswith(" seconds") or c.split(" seconds")[0] in want}
+            row["source"] = SOURCE_COPIED.format(tag=args.reuse_from, commit=o.get("commit"), how=how)
+            rank_rows.append(row)
+            print(f"{name} split {i}: copied from the {args.reuse_from} run (rank {o.get('rank')})", flush=True)
         save()
     info = {"dataset": name, "paper name": PAPER_NAMES[name],
             "paper N/M/C": "/".join(map(str, PAPER_SHAPES[name])),
@@ -477,6 +582,8 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
     elif args.cv_splits:
         red.append(f"rank CV on the first {args.cv_splits} splits of each data set only; the other splits use "
                    "the median of their chosen ranks")
+    if args.rank == "cv" and not args.cv_splits and len(ranks):
+        red += cv_coverage(ranks, names)
     if "remodel" not in args.variants:
         red.append("remodel variant not in this run (its own run and report: `--tag remodel`)")
     elif "all" not in args.remodel_datasets:
@@ -508,7 +615,8 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
            f"n_restarts={args.restarts})` (the best-likelihood fit of {args.restarts} batched EM restarts); "
            + (f"rank chosen on each training part by the CPD classifier's 5-fold CV error ({args.cv_restarts} "
               f"restart(s) per fit) over {{{grid}}}, grown x1.5 (rounded up to a multiple of 10) while the "
-              f"smallest error is at the largest rank tried, up to {args.rank_max}; the paper's grid is "
+              "smallest error is at the largest rank tried, up to a cap (per data set under 'Ranks and times'; "
+              f"this invocation's: {args.rank_max}); the paper's grid is "
               "{5, 10, 15, 20, 30}" if args.rank == "cv" else f"fixed rank {args.rank}")
            + ". The variants of a split use that split's rank"
            + (f" (remodel: rank {args.remodel_rank})" if args.remodel_rank else "") + ". The paper used the plug-in MC estimator "
@@ -566,7 +674,14 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
         for name, r in per_dataset(ranks, names):
             vals = r["rank"].value_counts().sort_index()
             cvd = r[r["cv_seconds"] > 0]
+            r = r.sort_values("split")
+            cvs = (r["cv_seconds"] > 0).to_numpy()
+            cap = (r.loc[r["cv_seconds"] > 0, "rank_max"].dropna().astype(int).unique()
+                   if "rank_max" in r else [])
             row = {"dataset": name, "ranks chosen (count)": ", ".join(f"{a} ({b})" for a, b in vals.items()),
+                   "rank per split (* own CV)": " ".join(f"{int(k)}:{int(v)}{'*' if c else ''}"
+                                                         for k, v, c in zip(r["split"], r["rank"], cvs)),
+                   "rank cap": "/".join(map(str, sorted(cap))) if len(cap) else "not recorded",
                    "CV splits": len(cvd), "at the top of the grid": int(cvd["top_of_grid"].astype(bool).sum()),
                    "ranks tried, split 0": str(r["ranks_tried"].iloc[0]),
                    "mean CV errors, split 0": str(r["rank_errors"].iloc[0]),
@@ -578,10 +693,61 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
             rk.append(row)
         out += ["## Ranks and times", "", table(rk), "",
                 ("'At the top of the grid' counts the CV splits whose chosen rank is the largest one tried, i.e. "
-                 "where the error was still falling when the cap was reached. Seconds are wall time on a shared, "
-                 "loaded 2-core machine at nice 19, one thread."), ""]
+                 "where the error was still falling when the cap was reached. 'Rank per split': split:rank, * where "
+                 "the split had its own rank CV (the others took the rank of the CV splits of their run). 'Rank "
+                 "cap': the --rank-max of the CV splits that record it. Seconds are wall time on a shared, "
+                 "loaded 2-core machine, one thread (CV s/split: the splits with their own CV)."), ""]
+        grids = cv_grids(ranks, names)
+        if grids:
+            out += ["Rank CV per split (mean 5-fold CV error of the CPD classifier at each rank tried; the split's "
+                    "commit of the CV, and where the selections come from):", "", table(grids), ""]
     out += ["## The paper's other two baselines", "", RJMI_TEXT, "", GLOBALFS_TEXT, ""]
     return "\n".join(out)
+
+
+def _spans(splits) -> str:
+    splits = sorted(int(x) for x in splits)
+    if not splits:
+        return "none"
+    runs, start = [], splits[0]
+    for a, b in zip(splits, splits[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return ", ".join(runs)
+
+
+def cv_coverage(ranks, names) -> list[str]:
+    """'<set>: rank CV on splits a-b; splits c-d take ...' for every data set where not every split had its own CV."""
+    out = []
+    for name, r in per_dataset(ranks, names):
+        cv = r["cv_seconds"].fillna(0) > 0
+        if cv.all():
+            continue
+        own, other = r.loc[cv, "split"], r.loc[~cv, "split"]
+        ranks_other = sorted({int(x) for x in r.loc[~cv, "rank"]})
+        out.append(f"{name}: rank CV on split{'s' if len(own) != 1 else ''} {_spans(own)} only; split"
+                   f"{'s' if len(other) != 1 else ''} {_spans(other)} use the rank chosen on the CV split(s) of "
+                   f"their run ({'/'.join(map(str, ranks_other))})")
+    return out
+
+
+def cv_grids(ranks, names) -> list[dict]:
+    """One row per split with its own rank CV: ranks tried, errors, chosen rank, CV commit, source of the selections."""
+    rows = []
+    for name, r in per_dataset(ranks, names):
+        for _, x in r.sort_values("split").iterrows():
+            if not float(x.get("cv_seconds") or 0) > 0:
+                continue
+            cvc = x.get("cv_commit")
+            src = x.get("source")
+            rows.append({"dataset": name, "split": int(x["split"]), "rank": int(x["rank"]),
+                         "ranks tried": str(x["ranks_tried"]), "mean CV errors": str(x["rank_errors"]),
+                         "top of grid": "yes" if str(x["top_of_grid"]) == "True" else "no",
+                         "CV commit": str(cvc) if isinstance(cvc, str) and cvc else str(x["commit"]),
+                         "selections": (str(src) if isinstance(src, str) and src else SOURCE_RUN)
+                         + f" ({x['commit']})", "CV s": float(x["cv_seconds"])})
+    return rows
 
 
 def table(rows):
@@ -630,14 +796,26 @@ def main(argv=None):
                 for r in rank_rows:  # splits of files from before the per-split commit: their run's
                     if pd.isna(r.get("commit")) or not str(r.get("commit")):
                         r["commit"] = recorded
+                if args.reuse_from:  # copied splits without their own rank CV: give them one now, in order
+                    redo = {(r["dataset"], int(r["split"])) for r in rank_rows
+                            if r["dataset"] in names and str(r.get("source", "")).startswith("copied")
+                            and not float(r.get("cv_seconds") or 0) > 0}
+                    rank_rows = [r for r in rank_rows if (r["dataset"], int(r["split"])) not in redo]
+                    keep = ~pd.Series([(d, int(s)) in redo for d, s in zip(old["dataset"], old["split"])],
+                                      index=old.index, dtype=bool)
+                    res_parts[0] = old[keep]
+                    done -= redo
 
         def save():
             SCRIPT.write_csv("", pd.concat(res_parts, ignore_index=True)[
                 ["dataset", "input", "method", "split", "k", "accuracy", "select_seconds"]])
             SCRIPT.write_csv("ranks", rank_rows)
 
+        reuse = read_reuse(args)
+        if reuse is not None and not args.resume:
+            ap.error("--reuse-from needs --resume")
         for name in names:
-            inf = run_dataset(name, args, done, res_parts, rank_rows, save)
+            inf = run_dataset(name, args, done, res_parts, rank_rows, save, reuse)
             if inf is None:
                 skipped.append(name)
                 continue
