@@ -5,7 +5,7 @@ the planner of a run picks the cheapest that applies and records it (``counting_
 fitted selector, :class:`CountingPlan`); ``set_config(counting="reference")`` runs the plain
 bincount everywhere. See the contributor guide, "How tables are counted".
 """
-from . import _baseline, _batched, _bitsets, _dense, _grouped, _sorted  # noqa: F401  (registers the strategies)
+from . import _baseline, _batched, _bitsets, _dense, _grouped, _sorted, _sparse  # noqa: F401  (registers the strategies)
 from ._incidence import Incidence, offsets_of, unique_rows
 from ._planner import CountingPlan, Request, Strategy, strategies
 from ._selection import SelectionData

@@ -47,11 +47,28 @@ class OffBaseline:
         Each feature's most frequent value (the lowest of tied ones).
     rows, values : ndarray of shape (nnz,)
         Row (int32) and value (int16) of each off-baseline entry, feature by feature.
-    owned : ndarray of shape (nnz,)
-        ``feature * card + value`` of each entry (int64).
+    owned : ndarray of shape (nnz,), or None
+        ``feature * card + value`` of each entry (int64); None: made per block when read.
     starts : ndarray of shape (N + 1,)
         Where each feature's entries start.
     """
+
+    @classmethod
+    def of_sparse(cls, csc, card: int) -> OffBaseline:
+        """The stored entries of sparse codes (a canonical ``csc_matrix``), with baseline 0 for every feature.
+
+        The identity of the module notes holds for any baseline, not only the most frequent
+        value: 0 keeps the stored entries as they are, without a pass to find each top value.
+        """
+        off = cls.__new__(cls)
+        N = csc.shape[1]
+        off.baseline = np.zeros(N, dtype=np.int64)
+        off.rows = csc.indices if csc.indices.dtype == np.int32 else csc.indices.astype(np.int64)
+        off.values = csc.data.astype(np.int16, copy=False)
+        off.starts = csc.indptr.astype(np.int64, copy=False)
+        off.nnz = int(off.starts[-1])
+        off.owned = None  # made per block (8 bytes an entry less next to the caller's matrix)
+        return off
 
     def __init__(self, fm: np.ndarray, card: int) -> None:
         N, M = fm.shape
@@ -136,7 +153,11 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
         total = int(csum[end] - csum[pos])
         if whole:
             sl = slice(int(off.starts[pos]), int(off.starts[end]))
-            r, ov = off.rows[sl], off.owned[sl] - pos * card
+            r = off.rows[sl]
+            if off.owned is not None:
+                ov = off.owned[sl] - pos * card
+            else:
+                ov = np.repeat(np.arange(nb, dtype=np.int64) * card, counts_per[pos:end]) + off.values[sl]
         else:  # the entries of the block's candidates: runs starting at each candidate's first entry
             lens = counts_per[pos:end]
             idx = np.repeat(off.starts[feats[pos:end]] - (csum[pos:end] - csum[pos]), lens) + np.arange(total)
@@ -209,6 +230,7 @@ class Baseline(Strategy):
 
     name = "baseline"
     kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
+    reads_sparse = True  # the stored entries of sparse codes are its entries, at baseline 0
 
     def __init__(self, data) -> None:
         super().__init__(data)
@@ -219,14 +241,17 @@ class Baseline(Strategy):
         why = entropy_sums_refusal(d, req)
         if why is not None:
             return why
-        if d.n_features * d.n_total * 10 > setting("memory_budget"):  # an off-baseline entry: 10 bytes at most
+        # an off-baseline entry: 10 bytes at most; sparse codes: their stored entries, read in place
+        if d.sparse is None and d.n_features * d.n_total * 10 > setting("memory_budget"):
             return "the off-baseline entries could exceed memory_budget"
         return None
 
     def _entries(self) -> OffBaseline:
         if self._off is None:
             d = self.data
-            self._off = OffBaseline(d.codes.T.numpy(), d.max_card)
+            sparse = d.sparse
+            self._off = (OffBaseline.of_sparse(sparse.csc, d.max_card) if sparse is not None
+                         else OffBaseline(d.codes.T.numpy(), d.max_card))
         return self._off
 
     def seconds(self, req: Request) -> float:
@@ -236,14 +261,17 @@ class Baseline(Strategy):
         # class table's counts tell (the most frequent value of each feature)
         if self._off is not None:
             frac = self._off.nnz / max(1, N * M)
+        elif d.sparse is not None:
+            frac = d.sparse.nnz / max(1, N * M)
         else:
             frac = _off_fraction(d)
-        if frac > _costs.BASELINE_MAX_OFF:  # little to save: never chosen, still counts when forced by name
+        if frac > _costs.BASELINE_MAX_OFF and d.sparse is None:  # little to save: never chosen, still counts when forced by name
             return math.inf
         C = 1 if req.kind == "pair_free" else d.n_classes
         A = 1 if req.kind == "relevance" else d.max_card if req.kind == "pairs" else int(d.cards[req.j])
         n = len(req.cand) if req.kind == "pairs" else (N if req.cols is None else len(req.cols))
-        build = 0.0 if self._off is not None else N * M * _costs.OFF_BASELINE_BUILD_S / max(1, d.planner.expected.get(req.kind, 1))
+        build = 0.0 if self._off is not None or d.sparse is not None else (
+            N * M * _costs.OFF_BASELINE_BUILD_S / max(1, d.planner.expected.get(req.kind, 1)))
         entries = n * M * frac
         margins = 2 if C > 1 else 1
         span = I * A * C
@@ -260,20 +288,21 @@ class Baseline(Strategy):
         d = self.data
         off = self._entries()
         M, I = d.n_total, d.max_card
-        y = d.y.numpy().astype(np.int64)
+        y = d.labels()
         if req.kind == "relevance":
             xb, x = baseline_entropy_sums(off, None, y, d.n_classes, d.n_classes, I, M, True)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})
         need = _missing_entropies(req)
         C = 1 if req.kind == "pair_free" else d.n_classes
         if req.kind == "pairs":
-            A = int(d.cards[req.sel].max(initial=1))
             rows_g, which = d.pick_keys(req.sel)
+            # the rows of every pick so far are read (group sizes): the widest of them sets the groups
+            A = int(d.cards[d.picked()].max(initial=1))
             g = (rows_g.astype(np.int64), which)
             cols = req.cand
         else:
             A = int(d.cards[req.j])
-            a = d.codes.T.numpy()[req.j].astype(np.int64)
+            a = d.column_codes(req.j).astype(np.int64)
             g = a * C + (y if C > 1 else 0)
             cols = req.cols
         xab, xa = baseline_entropy_sums(off, cols, g, A * C, C, I, M, "h_xa" in need and C > 1,

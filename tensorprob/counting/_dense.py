@@ -57,13 +57,14 @@ class Bincount(Strategy):
 
     name = "bincount"
     kinds = frozenset(KINDS)
+    reads_sparse = True  # through dense blocks of rows (SparseRows.blocks)
 
     def seconds(self, req: Request) -> float:
         d = self.data
         if req.kind == "members":
             return d.reference_seconds(req)
         n, cells = _tables_and_cells(d, req)
-        rows = d.budget_rows
+        rows = d.budget_rows if d.stream is None else d.n_kept  # streamed: every block is read
         scatter = _costs.scatter_seconds(cells * 8 * min(n, 64))
         s = n * rows * (2 * _costs.KEY_S + scatter) + n * cells * 8e-10
         if req.kind in ("pair", "pair_free", "pairs", "triple"):
@@ -152,6 +153,7 @@ class ClassTable(Strategy):
 
     name = "class-table"
     kinds = frozenset({"relevance"})
+    reads_sparse = True  # it reads the class table, which the planner counts
 
     def applies(self, req: Request) -> str | None:
         d = self.data
@@ -166,10 +168,7 @@ class ClassTable(Strategy):
         cells = d.n_features * d.max_card * d.n_classes
         if d._class_table is not None:
             return cells * 3 * _costs.CELL_S
-        table = Request("class")
-        count = min(d.planner.strategy(n).seconds(table) for n in ("bincount", "grouped")
-                    if d.planner.strategy(n).applies(table) is None)
-        return count + cells * 3 * _costs.CELL_S
+        return d.planner.estimate(Request("class")) + cells * 3 * _costs.CELL_S
 
     def count(self, req: Request) -> Quantities:
         return Quantities(self.data.class_table_entropies())

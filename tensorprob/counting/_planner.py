@@ -103,6 +103,8 @@ class Strategy:
     kinds: ClassVar[frozenset[str]] = frozenset()
     # whether count() counts only the candidates ``req.cols`` (else it gives every feature's)
     subsets: ClassVar[bool] = True
+    # whether it counts sparse codes (SparseRows); the others read dense codes and never see them
+    reads_sparse: ClassVar[bool] = False
 
     def __init__(self, data: Any) -> None:
         self.data = data
@@ -334,7 +336,7 @@ class Planner:
         full = None if sig is None else (key, sig(), self.expected.get(req.kind, 0), tuple(_REGISTRY),
                                          _config.setting("memory_budget"))
         known = None if full is None or best is not None else _DECISIONS.get(full)
-        if known is not None and self.strategy(known[0]).applies(req) is None:  # decided before for this signature
+        if known is not None and self._why_not(self.strategy(known[0]), req) is None:  # decided before for this signature
             best = self.strategy(known[0])
             self.plan.record(req.kind, best.name, known[1])
             if logger.isEnabledFor(logging.DEBUG):
@@ -363,9 +365,15 @@ class Planner:
         out: list[tuple[str, float | None, str | None]] = []
         for name in names:
             s = self.strategy(name)
-            why = s.applies(req)
+            why = self._why_not(s, req)
             out.append((name, None, why) if why is not None else (name, float(s.seconds(req)) if costed else 0.0, None))
         return out
+
+    def _why_not(self, s: Strategy, req: Request) -> str | None:
+        """Why ``s`` cannot count ``req`` (None: it can)."""
+        if not s.reads_sparse and getattr(self.data, "sparse", None) is not None:
+            return "the codes are sparse (it reads dense codes)"
+        return s.applies(req)
 
     @staticmethod
     def _names(req: Request, mode: str) -> list[str]:
@@ -379,7 +387,7 @@ class Planner:
         names = self._names(req, mode)
         if mode not in ("auto", "reference") and names == [mode]:
             s = self.strategy(mode)
-            why = s.applies(req)
+            why = self._why_not(s, req)
             if why is not None:
                 raise ValueError(f"counting={mode!r} was asked for, but it cannot count this {req.kind!r} request: "
                                  f"{why}; use counting='auto' or 'reference'")

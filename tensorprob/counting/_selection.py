@@ -18,6 +18,7 @@ import torch
 from .._config import setting
 from . import _costs
 from ._planner import CountingPlan, Planner, Request
+from ._sparse import SparseRows
 from ._spill import SpilledRows
 from ._tables import (
     _QUANTITIES,
@@ -107,11 +108,13 @@ class SelectionData:
         it is counted (:meth:`reduce`, one float64 all-reduce), and ``complete``, ``n_rows``
         and :attr:`budget_rows` describe all ranks' rows, so every rank computes the same
         quantities and takes the same decisions. False: no collective is ever called.
-    stream : SpilledRows, optional
-        The rows are not in memory but in temporary files, read back in blocks of rows by
-        every count (:meth:`count`); ``codes`` and ``y`` are then empty (0 rows, N feature
-        columns) and ``weights`` None (the weights are in the files). The per-sample criteria
-        (PDA's GMD and AMD, VMI), which hold per-row state, do not take streamed data.
+    stream : SpilledRows or SparseRows, optional
+        The rows are not in memory as dense codes but in temporary files, or sparse
+        (:class:`~tensorprob.counting._sparse.SparseRows`, code 0 not stored), read back in
+        blocks of rows by every count (:meth:`count`) but those of the strategies that read
+        sparse codes; ``codes`` and ``y`` are then empty (0 rows, N feature columns) and
+        ``weights`` None (the weights are in the stream). The per-sample criteria (PDA's GMD
+        and AMD, VMI), which hold per-row state, do not take streamed data.
     row_major : bool, default=False
         Keep the codes in the caller's layout instead of copying them feature-major: for a run
         that counts only the class table (MIM).
@@ -144,7 +147,7 @@ class SelectionData:
     log_base: float = 1.0
     weights: torch.Tensor | None = None
     distributed: bool = False
-    stream: SpilledRows | None = None
+    stream: SpilledRows | SparseRows | None = None
     row_major: bool = False
     _global: GlobalRows | None = field(default=None, init=False, repr=False)
     _class_table: torch.Tensor | None = field(default=None, init=False, repr=False)
@@ -182,6 +185,21 @@ class SelectionData:
             if not self.row_major:
                 self.codes = feature_major(self.codes)
         self.planner = Planner(self)
+
+    @property
+    def sparse(self) -> SparseRows | None:
+        """The sparse codes of the run (its ``stream``, held in memory), or None for dense or spilled rows."""
+        return self.stream if isinstance(self.stream, SparseRows) else None
+
+    def labels(self) -> np.ndarray:
+        """The class codes of this process's rows in memory, int64 NumPy (M,) (of sparse codes too)."""
+        sparse = self.sparse
+        return sparse.y if sparse is not None else self.y.cpu().numpy().astype(np.int64, copy=False)
+
+    def column_codes(self, j: int) -> np.ndarray:
+        """The codes of feature ``j`` for every row in memory, NumPy (M,) (-1 missing; of sparse codes too)."""
+        sparse = self.sparse
+        return sparse.column(j) if sparse is not None else self.codes[:, j].cpu().numpy()
 
     @property
     def max_card(self) -> int:
@@ -754,11 +772,18 @@ class SelectionData:
                 grown[:self._n_picks] = self._pick_rows
                 self._pick_rows = grown
             row = self._pick_rows[self._n_picks]
-            np.multiply(self.codes[:, s].numpy(), C, dtype=row.dtype, out=row)
-            row += self.y.numpy().astype(row.dtype)
+            np.multiply(self.column_codes(s), C, dtype=row.dtype, out=row, casting="unsafe")
+            row += self.labels().astype(row.dtype)
             slot[s] = self._n_picks
             self._n_picks += 1
         return self._pick_rows[:self._n_picks], slot[sel]
+
+    def picked(self) -> np.ndarray:
+        """The features whose rows :meth:`pick_keys` holds, in their order there."""
+        if self._pick_slot is None:
+            return np.zeros(0, dtype=np.int64)
+        on = np.flatnonzero(self._pick_slot >= 0)
+        return on[np.argsort(self._pick_slot[on])]
 
     # ------------------------------------------------------------------ what strategies hand back
     def finish(self, req: Request, T: torch.Tensor) -> Any:
@@ -837,7 +862,7 @@ class SelectionData:
         top, t = L[M], float(max(M, 1))
         names = _entropies_of(req.needed)
         if req.kind == "relevance":  # the class's entropy, the same for every table
-            c = np.bincount(self.y.numpy().astype(np.int64), minlength=self.n_classes)
+            c = np.bincount(self.labels(), minlength=self.n_classes)
             h_b = (max((top - L.take(c).sum()) / t, 0.0) + 0.0) / self.log_base
             h = {"h_b": np.full(self.n_features, h_b)}
         else:

@@ -179,9 +179,9 @@ def entropy_sums_refusal(d, req: Request) -> str | None:
     """
     if d.codes.device.type != "cpu":
         return "the codes are not on the CPU"
-    if d.stream is not None or d.distributed:
+    if (d.stream is not None and d.sparse is None) or d.distributed:
         return "streamed or distributed rows (its sums are not additive over blocks of rows)"
-    if not d.complete or d.weights is not None:
+    if not d.complete or d.weighted:
         return "missing entries or weights (it counts complete, unweighted rows)"
     if d.n_total > _XLOGX_MAX:
         return "more rows than the m log m lookup table holds"

@@ -15,9 +15,13 @@ dense count of the same codes.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+import torch
+
+from . import _costs
+from ._planner import Request, Strategy, register
 
 
 class SparseCodes(NamedTuple):
@@ -83,33 +87,58 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)
 
 
-def sparse_class_table(codes: SparseCodes, card: int, y: np.ndarray, n_classes: int) -> np.ndarray:
-    """Counts of (x_n, class) for every column: (N, card, n_classes) int64, from the stored entries.
+def sparse_class_table(codes: SparseCodes | Any, card: int, y: np.ndarray, n_classes: int,
+                       weights: np.ndarray | None = None) -> np.ndarray:
+    """Counts of (x_n, class) for every column: (N, card, n_classes), from the stored entries.
 
     Parameters
     ----------
-    codes : SparseCodes
-        The codes (complete; code 0 implicit).
+    codes : SparseCodes or scipy.sparse.csc_matrix
+        The codes (code 0 implicit; a stored -1 is a missing entry, counted nowhere).
     card : int
         Largest cardinality of the columns (the tables' second axis).
     y : ndarray of shape (M,), int
         Classes 0 .. n_classes - 1 (all rows, or a constant for class-free tables).
     n_classes : int
         Number of classes.
+    weights : ndarray of shape (M,), optional
+        Row weights (the counts are then their float64 sums).
 
     Returns
     -------
-    ndarray of shape (N, card, n_classes), int64
+    ndarray of shape (N, card, n_classes)
+        int64 counts, or float64 sums of weights.
     """
-    M, N = codes.shape
+    ptr, rows, vals = _csc_arrays(codes)
+    N = ptr.size - 1
     y = np.asarray(y, dtype=np.int64)
     C, I = int(n_classes), int(card)
-    col = np.repeat(np.arange(N, dtype=np.int64), np.diff(codes.col_ptr))
-    key = (col * I + codes.col_codes.astype(np.int64)) * C + y[codes.col_rows]
-    T = np.bincount(key, minlength=N * I * C).reshape(N, I, C)
+    col = np.repeat(np.arange(N, dtype=np.int64), np.diff(ptr))
+    vals = vals.astype(np.int64)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    observed = vals >= 0
+    if not observed.all():  # missing entries: their rows leave the column's table, code 0 included
+        miss_key = col[~observed] * C + y[rows[~observed]]
+        missing = np.bincount(miss_key, weights=None if w is None else w[rows[~observed]],
+                              minlength=N * C).reshape(N, C)
+        col, rows, vals = col[observed], rows[observed], vals[observed]
+    else:
+        missing = None
+    key = (col * I + vals) * C + y[rows]
+    T = np.bincount(key, weights=None if w is None else w[rows], minlength=N * I * C).reshape(N, I, C)
+    if w is None:
+        T = T.astype(np.int64, copy=False)
     # code 0: the class sizes less the stored entries (a stored 0 was counted in cell 0 already)
-    T[:, 0, :] = np.bincount(y, minlength=C)[None, :] - T[:, 1:, :].sum(1)
+    sizes = np.bincount(y, weights=w, minlength=C)
+    T[:, 0, :] = sizes[None, :] - T[:, 1:, :].sum(1) - (0 if missing is None else missing)
     return T
+
+
+def _csc_arrays(codes: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, row of each entry, code of each entry) of column-compressed codes."""
+    if isinstance(codes, SparseCodes):
+        return codes.col_ptr, codes.col_rows, codes.col_codes
+    return codes.indptr, codes.indices, codes.data
 
 
 def sparse_pair_tables(codes: SparseCodes, card: int, j: int, card_j: int, y: np.ndarray, n_classes: int,
@@ -226,3 +255,110 @@ def sparse_listed_pair_tables(codes: SparseCodes, card: int, cand: np.ndarray, s
         T = sparse_pair_tables(codes, I, j, A, y, C, class_table, cols=(lo, hi))
         out[at, :, :A, :] = T[c - lo]
     return out
+
+
+class SparseRows:
+    """The sparse codes of a run, in memory, read as streamed rows are (code 0 implicit).
+
+    A :class:`~tensorprob.counting.SelectionData` takes it as its ``stream``: the strategies
+    that know sparse codes (``sparse-class``, ``baseline``) read the stored entries column by
+    column, and every other count (the plain reference) reads dense blocks of rows made from
+    them (:meth:`blocks`), so at most one block of rows is ever dense.
+
+    Parameters
+    ----------
+    codes : scipy.sparse matrix or array of shape (M, N)
+        Integer codes 0 .. card - 1 of the columns, -1 for a missing entry; 0 need not be stored.
+    y : ndarray of shape (M,), int
+        Class codes.
+    weights : ndarray of shape (M,), optional
+        Row weights (None: every row counts once).
+    block_rows : int
+        Rows of one dense block of :meth:`blocks`.
+
+    Attributes
+    ----------
+    csc : scipy.sparse.csc_matrix
+        The codes, canonical (sorted, no duplicates, no stored zero), int32 row indices.
+    y : ndarray of shape (M,), int64
+    weights : ndarray of shape (M,), float64, or None
+    n_rows, n_features, nnz : int
+    weighted, complete : bool
+        Rows carry weights; no entry is missing.
+    weight_total : float
+        Total weight (the rows when unweighted).
+    """
+
+    def __init__(self, codes: Any, y: np.ndarray, weights: np.ndarray | None, block_rows: int) -> None:
+        import scipy.sparse as sp
+
+        csc = sp.csc_matrix(codes)
+        csc.sum_duplicates()
+        csc.eliminate_zeros()
+        if csc.indices.dtype != np.int32 and csc.shape[0] < 2**31:
+            csc.indices = csc.indices.astype(np.int32)
+        self.csc = csc
+        self.n_rows, self.n_features = (int(v) for v in csc.shape)
+        self.y = np.asarray(y, dtype=np.int64)
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        self.weighted = self.weights is not None
+        self.weight_total = float(self.n_rows) if self.weights is None else float(self.weights.sum())
+        self.complete = not bool(csc.data.size and csc.data.min() < 0)
+        self.block_rows = max(1, int(block_rows))
+        self._csr = None
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries."""
+        return int(self.csc.nnz)
+
+    def column(self, j: int) -> np.ndarray:
+        """The codes of column ``j`` for every row (M,), int64 (-1 missing)."""
+        out = np.zeros(self.n_rows, dtype=np.int64)
+        s, e = int(self.csc.indptr[j]), int(self.csc.indptr[j + 1])
+        out[self.csc.indices[s:e]] = self.csc.data[s:e]
+        return out
+
+    def blocks(self, device: Any) -> Any:
+        """Dense blocks of rows on ``device``: (codes (b, N) feature-major, class codes (b,), weights (b,) or None)."""
+        import torch
+
+        if self._csr is None:
+            self._csr = self.csc.tocsr()
+        for s in range(0, max(1, self.n_rows), self.block_rows):
+            e = min(self.n_rows, s + self.block_rows)
+            dense = self._csr[s:e].T.toarray()  # (N, b): feature-major, as every count reads blocks
+            codes = torch.from_numpy(np.ascontiguousarray(dense)).to(device).T
+            y = torch.from_numpy(self.y[s:e]).to(device)
+            w = None if self.weights is None else torch.from_numpy(self.weights[s:e]).to(device)
+            yield codes, y, w
+
+    def close(self) -> None:
+        """Drop the row layout made for :meth:`blocks` (the codes stay)."""
+        self._csr = None
+
+
+@register
+class SparseClass(Strategy):
+    """The (x_c, class) table of every feature from the stored entries of sparse codes (:func:`sparse_class_table`).
+
+    One pass over the stored entries; the cells of code 0 are the class sizes less the others.
+    Any weights, missing entries (stored -1), distributed rows (each rank counts its own).
+    """
+
+    name = "sparse-class"
+    kinds = frozenset({"class"})
+    reads_sparse = True
+
+    def applies(self, req: Request) -> str | None:
+        return None if self.data.sparse is not None else "the codes are not sparse"
+
+    def seconds(self, req: Request) -> float:
+        d = self.data
+        return d.sparse.nnz * 2 * _costs.KEY_S + d.n_features * d.max_card * d.n_classes * _costs.CELL_S
+
+    def count(self, req: Request) -> torch.Tensor:
+        d = self.data
+        rows = d.sparse
+        T = sparse_class_table(rows.csc, d.max_card, rows.y, d.n_classes, rows.weights)
+        return d.reduce(torch.from_numpy(T).to(device=d.codes.device, dtype=d.dtype)[:, :, None, :])

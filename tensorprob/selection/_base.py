@@ -396,6 +396,17 @@ class _BaseSelector(SelectorMixin, CachedParamNames, BaseEstimator, metaclass=AB
         return tags
 
 
+def _sparse_frame(X: Any) -> Any:
+    """A DataFrame whose every column is sparse (``pandas.SparseDtype``) as a COO matrix; anything else as it is."""
+    if not hasattr(X, "sparse") or not hasattr(X, "dtypes"):
+        return X
+    import pandas as pd
+
+    if len(X.dtypes) and all(isinstance(t, pd.SparseDtype) for t in X.dtypes):
+        return X.sparse.to_coo()
+    return X
+
+
 @fill_doc(**SELECTOR_FRAGMENTS)
 class CodedSelector(_BaseSelector):
     """Base of the selectors that work on integer codes (count-based, PDA, VMI, SPEC_CMI, GSM-CPD).
@@ -427,8 +438,19 @@ class CodedSelector(_BaseSelector):
             if X.shape[1] == 0:
                 raise ValueError(f"0 feature(s) (shape=({X.shape[0]}, 0)) while a minimum of 1 is required.")
             return X
+        X = _sparse_frame(X)
         if sp.issparse(X):
-            raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray())")
+            if not self._reads_sparse:
+                raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray()); the "
+                                "count-based selectors (MIM, MIFS, MRMR, CIFE, JMI, CMIM, JMIM, DISR, ICAP, MRI, "
+                                "RMRMR) take scipy.sparse matrices as they are")
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {tuple(X.shape)}")
+            if X.shape[1] == 0:
+                raise ValueError(f"0 feature(s) (shape=({X.shape[0]}, 0)) while a minimum of 1 is required.")
+            if np.iscomplexobj(getattr(X, "data", np.zeros(0))):
+                raise ValueError("Complex data not supported")
+            return X
         if not (hasattr(X, "shape") and hasattr(X, "__len__")) and not hasattr(X, "iloc"):
             X = np.asarray(X)
         if len(X.shape) != 2:
@@ -452,13 +474,20 @@ class CodedSelector(_BaseSelector):
                              torch.as_tensor(y, device=device), n_classes, dtype=dtype, log_base=self._log_base,
                              distributed=self._dist_on, row_major=row_major)
 
+    #: The selector counts tables of sparse codes from their stored entries (scipy.sparse X taken as it is).
+    _reads_sparse: ClassVar[bool] = False
+
     def _fit(self, X: Any, y: Any, sample_weight: Any = None, resamples: Any = None) -> tuple[Any, Any]:
+        import scipy.sparse as sp
+
         X, y_codes, k = self._validate_xy(X, y)
         W = self._weights(sample_weight, resamples, len(y_codes))
         if W is not None and self.discretizer == "mdl" and not isinstance(X, Encoded):
             raise ValueError(f"{type(self).__name__}: discretizer='mdl' learns its cut points from the labels of all "
                              "rows, including those the sample weights leave out; discretize per weight vector "
                              "(or pass tp.Encoded codes) instead")
+        if sp.issparse(X):
+            return self._fit_sparse(X, y_codes, k, W)
         # distributed: categories and bin edges from all ranks' rows, so every rank codes alike;
         # integral numeric columns keep their values only while the rows suffice (max_categories="auto")
         self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
@@ -482,6 +511,38 @@ class CodedSelector(_BaseSelector):
             return self._stack(selected, scores)
         return self._each_weight(W, lambda rows: self._select(codes[rows], cards, y_codes[rows], n_classes, k,
                                                               device, dtype))
+
+    def _fit_sparse(self, X: Any, y_codes: np.ndarray, k: int | None, W: np.ndarray | None) -> tuple[Any, Any]:
+        """Select from a scipy.sparse X: its values encoded with code 0 for 0, kept implicit (:meth:`_select_sparse`).
+
+        Weights: one selection per weight vector, each counted from the stored entries.
+        """
+        from ..encoding._sparse import encode_sparse
+
+        if self._dist_on:
+            raise NotImplementedError(f"{type(self).__name__}: distributed=True does not take sparse X yet; pass "
+                                      "each rank's rows as a dense array")
+        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
+                                missing_values=getattr(self, "missing_values", None))
+        codes, cards = encode_sparse(self.encoder_, X, y_codes)
+        self.n_features_in_ = int(codes.shape[1])
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        device, dtype = self._device_dtype()
+        n_classes = int(self.classes_.size)
+        if W is None:
+            return self._select_sparse(codes, cards, y_codes, None, n_classes, k, device, dtype)
+        plan, runs = CountingPlan(), []
+        for b in range(W.shape[1]):
+            runs.append(self._select_sparse(codes, cards, y_codes, W[:, b], n_classes, k, device, dtype))
+            plan.merge(self.counting_plan_)
+        self.counting_plan_ = plan
+        return self._stack([r[0] for r in runs], [r[1] for r in runs])
+
+    def _select_sparse(self, codes: Any, cards: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_classes: int,
+                       k: int | None, device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
+        """Pick features from sparse codes (M, N) (code 0 implicit, -1 missing) with row weights ``w`` (or None)."""
+        raise TypeError(f"{type(self).__name__} does not accept sparse input: pass a dense array (X.toarray())")
 
     @abstractmethod
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
@@ -515,6 +576,23 @@ class GreedySelector(CodedSelector):
         try:
             return greedy_forward(criterion, data, codes.shape[1] if k is None else k)
         finally:
+            self.counting_plan_ = data.counting_plan
+
+    def _select_sparse(self, codes, cards, y, w, n_classes, k, device, dtype):
+        from ..counting._sparse import SparseRows
+        from ..counting._spill import default_block_rows
+        from ._greedy import greedy_forward
+
+        N = int(codes.shape[1])
+        rows = SparseRows(codes, y, w, default_block_rows(N))
+        tdt = torch.from_numpy(np.zeros(0, codes.dtype)).dtype
+        data = SelectionData(torch.empty((0, N), dtype=tdt, device=device), np.asarray(cards),
+                             torch.empty(0, dtype=torch.int64, device=device), n_classes, dtype=dtype,
+                             log_base=self._log_base, stream=rows)
+        try:
+            return greedy_forward(self._criterion(), data, N if k is None else k)
+        finally:
+            rows.close()
             self.counting_plan_ = data.counting_plan
 
     #: The criterion keeps per-sample state (PDA, VMI): a weighted selection then holds only the

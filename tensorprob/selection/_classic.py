@@ -209,7 +209,7 @@ class CMIMCriterion(_SumsCriterion):
     def _use_lazy(self, data: SelectionData) -> bool:
         if not isinstance(self.lazy, str):  # True / False (NumPy bools included)
             return bool(self.lazy)
-        if data.stream is not None:  # each lazy round is a pass over the blocks: eager reads fewer
+        if data.stream is not None and data.sparse is None:  # each lazy round is a pass over the blocks: eager reads fewer
             return False
         if data.batch_counts_steps_together:  # one product serves every member's eager step
             return False
@@ -499,6 +499,7 @@ class _ClassicSelector(GreedySelector):
     _extra_notes: ClassVar[str] = ""
     _native_weights: ClassVar[bool] = True
     _streams: ClassVar[bool] = True
+    _reads_sparse: ClassVar[bool] = True
 
     def __init_subclass__(cls, criterion: Callable[..., Criterion] | None = None, picks: str = "",
                           **kwargs: Any) -> None:

@@ -1,0 +1,221 @@
+"""Selection from scipy.sparse input: the same picks and scores as the dense copy, counted from the stored entries."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from _helpers import tols
+
+import tensorprob as tp
+from tensorprob.counting._sparse import SparseRows
+
+COUNT_BASED = ["MIM", "MIFS", "MRMR", "CIFE", "JMI", "CMIM", "JMIM", "DISR", "ICAP", "MRI", "RMRMR"]
+
+
+def _sparse_data(seed, M=240, N=30, values=4, C=3, density=0.15):
+    """Term-count-like data: mostly 0, a few small counts, one dense column, one never stored, and labels."""
+    rng = np.random.default_rng(seed)
+    X = np.where(rng.random((M, N)) < density, rng.integers(1, values, (M, N)), 0)
+    X[:, 2] = 0  # never stored
+    X[:, 4] = np.where(rng.random(M) < 0.85, 1, rng.integers(0, values, M))  # nonzero in most rows
+    y = rng.integers(0, C, M)
+    X[:, 7] = np.where(rng.random(M) < 0.6, y + 1, 0)  # informative
+    return X, y
+
+
+def _same(a, b, dtype, rtol=1e-12, atol=1e-12):
+    np.testing.assert_array_equal(a.selected_, b.selected_)
+    np.testing.assert_allclose(a.scores_, b.scores_, **tols(dtype, rtol=rtol, atol=atol))
+
+
+@pytest.mark.parametrize("name", COUNT_BASED)
+def test_sparse_equals_dense(name, dtype):
+    X, y = _sparse_data(COUNT_BASED.index(name))
+    dense = getattr(tp, name)(k=6).fit(X, y)
+    for fmt in (sp.csr_matrix, sp.csc_matrix, sp.coo_array):
+        got = getattr(tp, name)(k=6).fit(fmt(X), y)
+        _same(got, dense, dtype)
+
+
+@pytest.mark.parametrize("name", ["MIM", "MRMR", "JMI", "CMIM", "DISR"])
+def test_sparse_counts_from_the_stored_entries(name):
+    """The default plan never reads dense blocks of rows: the class table and the pair quantities come from the entries."""
+    X, y = _sparse_data(3)
+    plan = getattr(tp, name)(k=5).fit(sp.csr_matrix(X), y).counting_plan_
+    assert dict(plan["class"]) == {"sparse-class": 1}
+    for kind in set(plan) - {"class", "relevance"}:
+        assert set(plan[kind]) == {"baseline"}, (kind, plan[kind])
+    assert "dense codes" in str(plan)  # the strategies that read dense codes say why they were left out
+
+
+@pytest.mark.parametrize("name", ["MRMR", "JMI", "CMIM"])
+def test_sparse_reference_gives_the_same(name, dtype):
+    X, y = _sparse_data(5)
+    S = sp.csr_matrix(X)
+    fast = getattr(tp, name)(k=6).fit(S, y)
+    with tp.config_context(counting="reference"):
+        ref = getattr(tp, name)(k=6).fit(S, y)
+    assert {name for kind in ref.counting_plan_ for name in ref.counting_plan_[kind]} == {"bincount"}
+    _same(fast, ref, dtype)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+@pytest.mark.parametrize("variant", ["brown", "fleuret"])
+def test_sparse_cmim_lazy_and_eager(lazy, variant, dtype):
+    X, y = _sparse_data(11, N=60)
+    dense = tp.CMIM(k=8, lazy=lazy, variant=variant).fit(X, y)
+    got = tp.CMIM(k=8, lazy=lazy, variant=variant).fit(sp.csr_matrix(X), y)
+    _same(got, dense, dtype)
+    if lazy:
+        assert "pairs" in got.counting_plan_
+
+
+@pytest.mark.parametrize("name", ["MIM", "MRMR", "JMI", "CMIM"])
+def test_sparse_weights_missing_and_resamples(name, dtype):
+    X, y = _sparse_data(21)
+    rng = np.random.default_rng(0)
+    Xf = X.astype(np.float64)
+    Xf[rng.integers(0, X.shape[0], 25), rng.integers(0, X.shape[1], 25)] = np.nan  # stored NaN: missing
+    S = sp.csr_matrix(Xf)
+    assert np.isnan(S.data).sum() > 0
+    sel = getattr(tp, name)
+    _same(sel(k=5).fit(S, y), sel(k=5).fit(Xf, y), dtype)
+    w = rng.integers(0, 3, X.shape[0]).astype(float)
+    _same(sel(k=5).fit(sp.csr_matrix(X), y, sample_weight=w), sel(k=5).fit(X, y, sample_weight=w), dtype)
+    wf = rng.uniform(0.2, 2.0, X.shape[0])
+    _same(sel(k=5).fit(sp.csr_matrix(X), y, sample_weight=wf), sel(k=5).fit(X, y, sample_weight=wf), dtype)
+    W = rng.poisson(1.0, (X.shape[0], 3)).astype(float)
+    got, ref = sel(k=5).fit(sp.csr_matrix(X), y, resamples=W), sel(k=5).fit(X, y, resamples=W)
+    assert got.selected_.shape == (3, 5)
+    _same(got, ref, dtype)
+
+
+def test_sparse_floats_are_binned_as_dense(dtype):
+    """Continuous nonzero values (tf-idf-like) are discretized by the dense rules, the zeros kept implicit."""
+    X, y = _sparse_data(8, values=6)
+    rng = np.random.default_rng(1)
+    Xf = np.where(X > 0, X * rng.uniform(0.5, 1.5, X.shape), 0.0)
+    a = tp.JMI(k=5).fit(Xf, y)
+    b = tp.JMI(k=5).fit(sp.csr_matrix(Xf), y)
+    _same(b, a, dtype)
+    assert b.encoder_.cardinalities_.tolist() == a.encoder_.cardinalities_.tolist()
+
+
+def test_sparse_pandas_columns_and_transform():
+    pd = pytest.importorskip("pandas")
+    X, y = _sparse_data(2)
+    frame = pd.DataFrame({f"t{i}": pd.arrays.SparseArray(X[:, i], fill_value=0) for i in range(X.shape[1])})
+    got = tp.JMI(k=4).fit(frame, y)
+    ref = tp.JMI(k=4).fit(X, y)
+    np.testing.assert_array_equal(got.selected_, ref.selected_)
+    S = sp.csr_matrix(X)
+    fitted = tp.JMI(k=4).fit(S, y)
+    kept = fitted.transform(S)
+    assert sp.issparse(kept) and kept.shape == (X.shape[0], 4)
+    np.testing.assert_array_equal(kept.toarray(), X[:, np.sort(fitted.selected_)])
+
+
+def test_sparse_planted_corpus_terms_are_recovered():
+    d = tp.datasets.make_sparse_corpus(4000, 4000, nnz_per_row=30, n_informative=4, effect=8.0, random_state=0)
+    planted = set(d.metadata["informative"].tolist())
+    for name in ("MIM", "JMI", "CMIM"):
+        sel = getattr(tp, name)(k=10).fit(d.X, d.y)
+        assert planted <= set(sel.selected_.tolist()), name
+
+
+def test_sparse_never_densified():
+    """A fit on a wide sparse matrix allocates far less than its dense copy (rows x columns)."""
+    import tracemalloc
+
+    d = tp.datasets.make_sparse_corpus(20_000, 20_000, nnz_per_row=20, random_state=1)
+    tracemalloc.start()
+    try:
+        tp.JMI(k=5).fit(d.X, d.y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000 * 20_000 // 8, peak  # an eighth of one byte per cell
+
+
+@pytest.mark.parametrize("name", ["PDA", "VMI", "SPECCMI", "GSMCPD", "HOFS", "GMI"])
+def test_other_selectors_refuse_sparse_by_name(name):
+    X, y = _sparse_data(0, N=8)
+    with pytest.raises(TypeError, match=r"(?i)sparse"):
+        getattr(tp, name)(k=2).fit(sp.csr_matrix(X), y)
+
+
+def test_sparse_rows_blocks_are_the_dense_rows():
+    X, y = _sparse_data(4, M=50)
+    w = np.arange(50, dtype=float)
+    rows = SparseRows(sp.coo_matrix(X), y, w, block_rows=16)
+    assert rows.nnz == int((X != 0).sum()) and rows.complete and rows.weighted
+    got = [(c.numpy(), yy.numpy(), ww.numpy()) for c, yy, ww in rows.blocks(torch.device("cpu"))]
+    np.testing.assert_array_equal(np.concatenate([g[0] for g in got]), X)
+    np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), y)
+    np.testing.assert_array_equal(np.concatenate([g[2] for g in got]), w)
+    np.testing.assert_array_equal(rows.column(4), X[:, 4])
+
+
+def test_dense_baseline_lazy_pairs_with_wider_earlier_picks(dtype):
+    """CMIM's lazy rounds by the baseline strategy when an earlier pick has a larger alphabet than this round's."""
+    rng = np.random.default_rng(3)
+    M = 400
+    y = rng.integers(0, 2, M)
+    X = rng.integers(0, 2, (M, 40))
+    X[:, 0] = np.where(rng.random(M) < 0.7, y * 3 + rng.integers(0, 3, M), 0)  # the first pick: 6 values
+    X[:, 1:6] = np.where(rng.random((M, 5)) < 0.6, y[:, None], X[:, 1:6])  # binary, informative
+    with tp.config_context(counting="baseline"):
+        got = tp.CMIM(k=6, lazy=True).fit(tp.Encoded(X, X.max(0) + 1), y)
+    with tp.config_context(counting="reference"):
+        ref = tp.CMIM(k=6, lazy=True).fit(tp.Encoded(X, X.max(0) + 1), y)
+    assert got.selected_[0] == 0 and "baseline" in got.counting_plan_["pairs"]
+    _same(got, ref, dtype)
+
+
+_SPARSE_KINDS = {"class": ["sparse-class", "bincount"], "relevance": ["baseline", "class-table", "bincount"],
+                 "pair": ["baseline", "bincount"], "pair_free": ["baseline", "bincount"],
+                 "pairs": ["baseline", "bincount"]}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kind", list(_SPARSE_KINDS))
+def test_sparse_strategies_equal_the_dense_reference(kind, weighted, dtype):
+    """Every strategy that reads sparse codes, forced by name, counts what the dense reference counts; the others say why not."""
+    from tensorprob.counting import SelectionData, strategies
+
+    X, y = _sparse_data(9, N=12)
+    cards = X.max(0) + 1
+    w = np.random.default_rng(2).uniform(0.5, 2.0, X.shape[0]) if weighted else None
+    wt = None if w is None else torch.as_tensor(w)
+
+    def ask(d):
+        if kind == "class":
+            return [d.class_table]
+        if kind == "relevance":
+            return [d.relevance]
+        if kind == "pairs":
+            q = d.pairs_information(np.array([1, 4, 8, 2]), np.array([0, 0, 3, 7]), ("cmi_x_b_given_a", "mi_xa_b"))
+            return [q.cmi_x_b_given_a, q.mi_xa_b]
+        needed = ("mi_x_a", "h_xa") if kind == "pair_free" else ("mi_xa_b", "cmi_x_b_given_a", "h_xab")
+        return [getattr(d.pair_information(j, needed), q) for j in (0, 4, 7) for q in needed]
+
+    with tp.config_context(counting="reference"):
+        ref = ask(SelectionData(torch.as_tensor(X), cards, torch.as_tensor(y), 3, dtype=dtype, weights=wt))
+
+    def sparse_data():
+        rows = SparseRows(sp.csr_matrix(X), y, w, block_rows=37)
+        return SelectionData(torch.empty((0, X.shape[1]), dtype=torch.int64), cards, torch.empty(0, dtype=torch.int64),
+                             3, dtype=dtype, stream=rows)
+
+    t = tols(dtype, rtol=1e-12, atol=1e-12)
+    for name in strategies(kind):
+        d = sparse_data()
+        with tp.config_context(counting=name):
+            asked = not (kind == "relevance" and weighted)  # weighted relevance comes from the class table
+            if asked and (name not in _SPARSE_KINDS[kind] or (weighted and name == "baseline")):
+                with pytest.raises(ValueError, match=f"counting='{name}' was asked for"):
+                    ask(d)
+                continue
+            got = ask(d)
+        assert not asked or name in d.counting_plan[kind], (name, d.counting_plan)
+        for a, b in zip(got, ref):
+            torch.testing.assert_close(a.to(torch.float64), b.to(torch.float64), **t)
