@@ -1,0 +1,186 @@
+"""Selection on sparse corpora: tensorprob from the stored entries against scikit-learn, one thread, time and peak memory.
+
+    nice -n 10 python benchmarks/bench_sparse.py [--quick] [--sizes 200000x50000,1000000x100000]
+
+For every size (rows x vocabulary, ``--nnz`` tokens per row, 2 classes, 20 planted informative
+terms) a Zipf corpus from :func:`tensorprob.datasets.make_sparse_corpus` (its CSR matrix,
+int32 counts) is drawn once and saved; each measurement loads it in a fresh child process (not
+timed) and times one call, ``fit`` of the selector on the CSR matrix as a user passes it
+(encoding included), median of ``--repeats`` warm calls after a first one (or the first alone
+when it takes longer than ``--repeat-under`` seconds). Peak memory is the resident set's
+high-water mark during the call above the resident set before it (Linux ``VmHWM`` after
+resetting it), next to the size of the CSR matrix. Rows: MIM (k = 50; its scores are the
+relevances, so k does not change its time), MRMR, JMI and CMIM at k = 50; scikit-learn's
+``chi2`` and ``mutual_info_classif(discrete_features=True)`` on the same matrix. The latter
+loops over the columns in Python, so it is timed on the first ``--mi-columns`` columns and
+scaled to the vocabulary (marked "extrapolated"). "planted" is how many of the planted terms
+the k picks hold (for scikit-learn: its top k scores). Writes ``sparse.csv`` and ``sparse.md``
+with the machine, date and commit.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import Script, markdown, measure_in_child, warm_median
+
+SCRIPT = Script("sparse", __doc__, default_threads=1)
+
+import numpy as np
+
+METHODS = ("MIM", "MRMR", "JMI", "CMIM")
+
+
+def _corpus_path(cache: str, M: int, N: int, nnz: float, seed: int) -> str:
+    return os.path.join(cache, f"corpus_{M}x{N}_nnz{nnz:g}_seed{seed}")
+
+
+def make_corpus(cache: str, M: int, N: int, nnz: float, seed: int) -> str:
+    """Draw the corpus once (CSR ``.npz`` plus labels and planted terms), kept in ``cache``."""
+    import scipy.sparse as sp
+
+    import tensorprob as tp
+
+    base = _corpus_path(cache, M, N, nnz, seed)
+    if not os.path.exists(base + "_X.npz"):
+        os.makedirs(cache, exist_ok=True)
+        d = tp.datasets.make_sparse_corpus(M, N, nnz_per_row=nnz, random_state=seed)
+        sp.save_npz(base + "_X.npz", d.X, compressed=False)
+        np.savez(base + "_meta.npz", y=d.y, informative=d.metadata["informative"])
+    return base
+
+
+def _rss() -> tuple[int, int]:
+    """(VmRSS, VmHWM) of this process in bytes."""
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return out["VmRSS"], out["VmHWM"]
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # resets VmHWM to the current resident set
+        return True
+    except OSError:
+        return False
+
+
+def prepare(base: str, method: str, k: int, mi_columns: int, threads: int):
+    """Load the corpus (untimed) and return the timed call; its result gives planted hits and peak memory."""
+    import scipy.sparse as sp
+    import torch
+
+    torch.set_num_threads(threads)
+    import tensorprob as tp
+
+    X = sp.load_npz(base + "_X.npz").tocsr()
+    meta = np.load(base + "_meta.npz")
+    y, planted = meta["y"], set(meta["informative"].tolist())
+
+    def run():
+        import gc
+
+        gc.collect()
+        ok = _reset_peak()
+        before = _rss()[0]
+        if method == "chi2":
+            from sklearn.feature_selection import chi2
+
+            scores = chi2(X, y)[0]
+            picks = np.argsort(-np.nan_to_num(scores, nan=-1.0), kind="stable")[:k]
+            cols = X.shape[1]
+        elif method == "mutual_info_classif":
+            from sklearn.feature_selection import mutual_info_classif
+
+            cols = min(mi_columns, X.shape[1])
+            scores = mutual_info_classif(X[:, :cols], y, discrete_features=True, random_state=0)
+            picks = np.argsort(-scores, kind="stable")[:k]
+        else:
+            picks = getattr(tp, method)(k=k).fit(X, y).selected_
+            cols = X.shape[1]
+        peak = _rss()[1] - before if ok else float("nan")
+        return {"finish": lambda: dict(planted=len(planted & set(np.asarray(picks).tolist())), peak=peak,
+                                       cols=cols)}
+
+    return run
+
+
+def main() -> None:
+    ap = SCRIPT.bench_parser("two small corpora (seconds), for a check of the script", peers=True)
+    ap.set_defaults(repeats=3)
+    ap.add_argument("--sizes", default="200000x50000,1000000x100000",
+                    help="comma-separated ROWSxVOCABULARY (default 200000x50000,1000000x100000)")
+    ap.add_argument("--nnz", type=float, default=50.0, help="tokens per row (default 50)")
+    ap.add_argument("--k", type=int, default=50, help="features selected (default 50)")
+    ap.add_argument("--methods", default=",".join(METHODS), help="tensorprob selectors (default MIM,MRMR,JMI,CMIM)")
+    ap.add_argument("--big-methods", default="MIM,JMI",
+                    help="selectors run on sizes of a million rows or more (default MIM,JMI)")
+    ap.add_argument("--mi-columns", type=int, default=200,
+                    help="columns mutual_info_classif is timed on (scaled to the vocabulary; default 200)")
+    ap.add_argument("--repeat-under", type=float, default=30.0,
+                    help="warm repeats only for calls whose first run takes less (seconds; default 30)")
+    ap.add_argument("--cache", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tensorprob-sparse-bench"),
+                    help="where the corpora are kept between runs")
+    args = SCRIPT.start(ap)
+    if SCRIPT.quick:
+        args.sizes, args.k = "20000x5000", 10
+    sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",") if s]
+    rows, failed = [], []
+    t_start = time.perf_counter()
+    for M, N in sizes:
+        base = make_corpus(args.cache, M, N, args.nnz, 0)
+        import scipy.sparse as sp
+
+        X = sp.load_npz(base + "_X.npz")
+        csr_mb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
+        nnz = X.nnz
+        del X
+        methods = args.methods.split(",") if M < 1_000_000 else args.big_methods.split(",")
+        if not args.no_peers:
+            methods = methods + ["chi2", "mutual_info_classif"]
+        for method in methods:
+            res = measure_in_child(prepare, (base, method, args.k, args.mi_columns, args.threads),
+                                   repeats=args.repeats, timeout=3600.0)
+            first = res["first"]
+            warm = res["warm"] if first < args.repeat_under else []
+            t, how = warm_median(dict(warm=warm))
+            if not warm:
+                t, how = first, "one call"
+            info = res["value"] if isinstance(res["value"], dict) else {}
+            note = res["note"]
+            if method == "mutual_info_classif" and info.get("cols"):
+                scale = N / info["cols"]
+                t *= scale
+                note = (note + "; " if note else "") + f"extrapolated from {info['cols']} of {N} columns"
+                info["planted"] = ""
+            if res["status"] != "ok":
+                failed.append(f"{method} {M}x{N}")
+            lib = "scikit-learn" if method in ("chi2", "mutual_info_classif") else "tensorprob"
+            rows.append(dict(size=f"{M:,} x {N:,}", rows=M, vocabulary=N, nnz=nnz, csr_mb=round(csr_mb, 1),
+                             library=lib, method=method, k=args.k, seconds=round(t, 3), timing=how,
+                             first_s=round(first, 3), peak_mb=round(info.get("peak", float("nan")) / 2**20, 1),
+                             planted=info.get("planted", ""), status=res["status"], note=note))
+            print({k: rows[-1][k] for k in ("size", "method", "seconds", "peak_mb", "planted", "note")}, flush=True)
+            SCRIPT.save(rows)
+    cols = ["size", "csr_mb", "library", "method", "k", "seconds", "timing", "peak_mb", "planted", "note"]
+    minutes = (time.perf_counter() - t_start) / 60
+    text = "\n".join([
+        "# Selection on sparse corpora (issue 46)", "",
+        SCRIPT.header() + f"; {time.strftime('%Y-%m-%d')}; {minutes:.1f} min", "",
+        f"Zipf corpora of `make_sparse_corpus` ({args.nnz:g} tokens a row, 2 classes, 20 planted terms); "
+        "`seconds`: one `fit` on the CSR matrix (encoding included), median of warm calls or one call; "
+        "`peak_mb`: resident-set high-water mark during the call above the resident set before it; "
+        "`csr_mb`: the CSR matrix (data, indices, pointers).", "",
+        markdown(rows, cols), ""])
+    SCRIPT.publish(text)
+    SCRIPT.done(failed)
+
+
+if __name__ == "__main__":
+    main()
