@@ -96,6 +96,9 @@ OPTIONS = {"datasets": ("chess,mnist,coil20", "comma-separated subset of chess,m
                               "CV picks the rank they were computed at and rerun otherwise, and the splits not reached "
                               "(--stop-at) are copied from it as they are (marked in the ranks file, and given their "
                               "own CV by a later --resume)"),
+           "memory-budget": (0, "tensorprob's memory_budget in MiB for the whole run (0: the library's default, "
+                                "512 MiB, which refuses a CV batch of 5 models above rank ~330 on COIL-20's "
+                                "5,140 (variable, value) columns)"),
            "stop-at": ("", "HH:MM (UTC, today): start no split that would end after it (its expected time: the "
                            "longest split of the data set so far in this invocation, else --split-minutes)"),
            "split-minutes": ("", "expected minutes of a split before one has run, e.g. 'mnist=13,coil20=30'"),
@@ -814,8 +817,12 @@ def main(argv=None):
         reuse = read_reuse(args)
         if reuse is not None and not args.resume:
             ap.error("--reuse-from needs --resume")
+        from contextlib import nullcontext
+
         for name in names:
-            inf = run_dataset(name, args, done, res_parts, rank_rows, save, reuse)
+            with (tp.config_context(memory_budget=args.memory_budget * 2**20) if args.memory_budget
+                  else nullcontext()):
+                inf = run_dataset(name, args, done, res_parts, rank_rows, save, reuse)
             if inf is None:
                 skipped.append(name)
                 continue
