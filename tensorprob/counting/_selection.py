@@ -8,6 +8,7 @@ it (:attr:`SelectionData.counting_plan`).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -166,6 +167,7 @@ class SelectionData:
     _pick_slot: np.ndarray | None = field(default=None, init=False, repr=False)  # row of each pick (-1: none)
     _n_picks: int = field(default=0, init=False, repr=False)
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
+    _weighted_h: dict | None = field(default=None, init=False, repr=False)  # see _seed_numpy (weighted rows)
     planned_steps: int = field(default=0, init=False, repr=False)
     planner: Planner = field(init=False, repr=False)
 
@@ -332,11 +334,11 @@ class SelectionData:
 
         Distributed: the weight of all ranks' rows.
         """
-        if self.weights is None:
+        if not self.weighted:
             return self.n_total
         if self.distributed:
             return float(self._global_rows().weight)
-        return float(self.weights.to(torch.float64).sum())
+        return float(self._local_rows().weight)  # the given weights', or those in the stream
 
     @property
     def memory_budget(self) -> int:
@@ -857,10 +859,14 @@ class SelectionData:
         Quantities
             The quantities ``req.needed``.
         """
-        M = self.n_total
-        L = _xlogx(M, torch.device("cpu")).numpy()
-        top, t = L[M], float(max(M, 1))
         names = _entropies_of(req.needed)
+        if self.weighted:  # float sums of weights (sparse codes): n = the total weight
+            W = float(self.total_weight)
+            top, t = (W * math.log(W) if W > 0 else 0.0), max(W, 1e-300)
+        else:
+            M = self.n_total
+            L = _xlogx(M, torch.device("cpu")).numpy()
+            top, t = L[M], float(max(M, 1))
         if req.kind == "relevance":  # the class's entropy, the same for every table
             c = np.bincount(self.labels(), minlength=self.n_classes)
             h_b = (max((top - L.take(c).sum()) / t, 0.0) + 0.0) / self.log_base
@@ -876,8 +882,14 @@ class SelectionData:
         return Quantities(out)
 
     def _seed_numpy(self, req: Request) -> dict[str, np.ndarray]:
-        """:meth:`_seed_values` as NumPy arrays (CPU)."""
-        m = {k: v.numpy() for k, v in self.marginal_entropies().items()}
+        """:meth:`_seed_values` as NumPy arrays (CPU); of weighted rows, the weighted class table's entropies."""
+        if self.weighted:
+            if self._weighted_h is None:
+                info = table_information(self.class_table, self.log_base, None)
+                self._weighted_h = {k: getattr(info, k).to(torch.float64).cpu().numpy() for k in ("h_x", "h_b", "h_xb")}
+            m = self._weighted_h
+        else:
+            m = {k: v.numpy() for k, v in self.marginal_entropies().items()}
         if req.kind == "pairs":
             c, s = req.cand, req.sel
             return {"h_x": m["h_x"][c], "h_a": m["h_x"][s], "h_b": m["h_b"][c], "h_xb": m["h_xb"][c],

@@ -113,25 +113,44 @@ def sparse_class_table(codes: SparseCodes | Any, card: int, y: np.ndarray, n_cla
     N = ptr.size - 1
     y = np.asarray(y, dtype=np.int64)
     C, I = int(n_classes), int(card)
-    col = np.repeat(np.arange(N, dtype=np.int64), np.diff(ptr))
-    vals = vals.astype(np.int64)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    observed = vals >= 0
-    if not observed.all():  # missing entries: their rows leave the column's table, code 0 included
-        miss_key = col[~observed] * C + y[rows[~observed]]
-        missing = np.bincount(miss_key, weights=None if w is None else w[rows[~observed]],
-                              minlength=N * C).reshape(N, C)
-        col, rows, vals = col[observed], rows[observed], vals[observed]
-    else:
-        missing = None
-    key = (col * I + vals) * C + y[rows]
-    T = np.bincount(key, weights=None if w is None else w[rows], minlength=N * I * C).reshape(N, I, C)
-    if w is None:
-        T = T.astype(np.int64, copy=False)
+    T = np.zeros((N, I, C), dtype=np.int64 if w is None else np.float64)
+    missing = np.zeros((N, C), dtype=T.dtype)
+    # blocks of whole columns of about _BLOCK_ENTRIES entries: the int64 keys of one block at a time
+    for c0, c1 in _column_blocks(ptr, _BLOCK_ENTRIES):
+        s, e = int(ptr[c0]), int(ptr[c1])
+        col = np.repeat(np.arange(c1 - c0, dtype=np.int64), np.diff(ptr[c0:c1 + 1]))
+        v = vals[s:e].astype(np.int64)
+        r = rows[s:e]
+        observed = v >= 0
+        if not observed.all():  # missing entries: their rows leave the column's table, code 0 included
+            gone = ~observed
+            missing[c0:c1] += np.bincount(col[gone] * C + y[r[gone]], weights=None if w is None else w[r[gone]],
+                                          minlength=(c1 - c0) * C).reshape(c1 - c0, C).astype(T.dtype, copy=False)
+            col, r, v = col[observed], r[observed], v[observed]
+        key = (col * I + v) * C + y[r]
+        T[c0:c1] += np.bincount(key, weights=None if w is None else w[r],
+                                minlength=(c1 - c0) * I * C).reshape(c1 - c0, I, C).astype(T.dtype, copy=False)
     # code 0: the class sizes less the stored entries (a stored 0 was counted in cell 0 already)
     sizes = np.bincount(y, weights=w, minlength=C)
-    T[:, 0, :] = sizes[None, :] - T[:, 1:, :].sum(1) - (0 if missing is None else missing)
+    T[:, 0, :] = sizes[None, :] - T[:, 1:, :].sum(1) - missing
     return T
+
+
+#: Stored entries per block of columns of :func:`sparse_class_table` (its int64 keys stay small).
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _column_blocks(ptr: np.ndarray, per: int) -> list[tuple[int, int]]:
+    """Ranges of whole columns holding about ``per`` entries each (a longer column is a block alone)."""
+    N = ptr.size - 1
+    out, c0 = [], 0
+    while c0 < N:
+        c1 = int(np.searchsorted(ptr, int(ptr[c0]) + per, side="right")) - 1
+        c1 = min(N, max(c1, c0 + 1))
+        out.append((c0, c1))
+        c0 = c1
+    return out or [(0, 0)]
 
 
 def _csc_arrays(codes: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -292,9 +311,13 @@ class SparseRows:
     def __init__(self, codes: Any, y: np.ndarray, weights: np.ndarray | None, block_rows: int) -> None:
         import scipy.sparse as sp
 
-        csc = sp.csc_matrix(codes)
-        csc.sum_duplicates()
-        csc.eliminate_zeros()
+        csc = codes if isinstance(codes, sp.csc_matrix) else sp.csc_matrix(codes)  # a CSC matrix is not copied
+        if not csc.has_canonical_format:
+            csc = csc.copy() if csc is codes else csc  # the caller's matrix stays as it is
+            csc.sum_duplicates()
+        if csc.data.size and not csc.data.all():
+            csc = csc.copy() if csc is codes else csc
+            csc.eliminate_zeros()
         if csc.indices.dtype != np.int32 and csc.shape[0] < 2**31:
             csc.indices = csc.indices.astype(np.int32)
         self.csc = csc

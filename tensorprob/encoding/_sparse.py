@@ -34,15 +34,40 @@ from ._numbers import NumberSummary
 from ._summary import _NUMBER, _PLAIN, Summary, row_limit
 
 
-class _Entries(NamedTuple):
-    """The stored entries of a sparse matrix, column by column (CSC order, duplicates summed)."""
+class _Entries:
+    """The stored entries of a sparse matrix, column by column (CSC order, duplicates summed).
 
-    shape: tuple[int, int]
-    indptr: np.ndarray  # (N + 1,) where each column's entries start
-    rows: np.ndarray  # row of each entry
-    cols: np.ndarray  # column of each entry (int32, or int64 for 2**31 columns or more)
-    data: np.ndarray  # value of each entry, as stored
-    missing: np.ndarray | None  # missing entries (NaN or a missing value); None: none
+    ``cols``, the column of each entry, is made on first use and kept (the common case, integer
+    counts without missing entries, never needs it: 4 bytes an entry less).
+    """
+
+    def __init__(self, shape: tuple[int, int], indptr: np.ndarray, rows: np.ndarray, data: np.ndarray,
+                 missing: np.ndarray | None) -> None:
+        self.shape = shape
+        self.indptr = indptr  # (N + 1,) where each column's entries start
+        self.rows = rows  # row of each entry
+        self.data = data  # value of each entry, as stored
+        self.missing = missing  # missing entries (NaN or a missing value); None: none
+        self._cols: np.ndarray | None = None
+
+    @property
+    def cols(self) -> np.ndarray:
+        """Column of each entry (int32, or int64 for 2**31 columns or more)."""
+        if self._cols is None:
+            N = self.shape[1]
+            self._cols = np.repeat(np.arange(N, dtype=np.int32 if N < 2**31 else np.int64), np.diff(self.indptr))
+        return self._cols
+
+    def cols_of(self, a: int, b: int) -> np.ndarray:
+        """Columns of the entries ``a:b`` (int64), without making :attr:`cols`."""
+        b = min(b, int(self.indptr[-1]))
+        if self._cols is not None:
+            return self._cols[a:b].astype(np.int64)
+        return np.searchsorted(self.indptr, np.arange(a, b, dtype=np.int64), side="right") - 1
+
+    def per_column(self, values: np.ndarray) -> np.ndarray:
+        """``values[column]`` for every entry (one value per column repeated)."""
+        return np.repeat(values, np.diff(self.indptr))
 
 
 class _Groups(NamedTuple):
@@ -92,9 +117,7 @@ def _entries(X: Any, missing_values: Any) -> _Entries:
     if miss is not None and not miss.any():
         miss = None
     M, N = A.shape
-    indptr = A.indptr.astype(np.int64)
-    cols = np.repeat(np.arange(N, dtype=np.int32 if N < 2**31 else np.int64), np.diff(indptr))
-    return _Entries((M, N), indptr, A.indices, cols, data, miss)
+    return _Entries((M, N), A.indptr.astype(np.int64), A.indices, data, miss)
 
 
 def _values(ent: _Entries) -> np.ndarray:
@@ -112,11 +135,12 @@ def _groups(ent: _Entries, exact: bool = True) -> _Groups:
     v = _values(ent)
     obs = None if ent.missing is None else np.flatnonzero(~ent.missing)
     vo = v if obs is None else v[obs]
-    co = ent.cols if obs is None else ent.cols[obs]
     n = vo.size
-    of = np.full(v.size, -1, dtype=np.int64) if obs is not None else None
+    itype = np.int32 if v.size < 2**31 else np.int64  # a pair index per entry: 4 bytes where they fit
+    of = np.full(v.size, -1, dtype=itype) if obs is not None else None
     if not exact:
-        g_of = np.arange(n, dtype=np.int64)
+        co = ent.cols if obs is None else ent.cols[obs]
+        g_of = np.arange(n, dtype=itype)
         if of is None:
             of = g_of
         else:
@@ -131,18 +155,27 @@ def _groups(ent: _Entries, exact: bool = True) -> _Groups:
             table = (lo, span)
     if table is not None:  # integers of small range: a (column, value) presence table, no sort
         lo, span = table
-        key = co.astype(np.int64) * span + (vo.astype(np.int64) - lo)
+
+        def keys_of(a: int, b: int) -> np.ndarray:  # the (column, value) keys of a block of entries
+            cols = ent.cols_of(a, b) if obs is None else ent.cols[obs[a:b]].astype(np.int64)
+            return cols * span + (vo[a:b].astype(np.int64) - lo)
+
+        step = 1 << 20  # keys in blocks: an int64 key per entry is never held for all entries
         present = np.zeros(N * span, dtype=bool)
-        present[key] = True
+        for a in range(0, n, step):
+            present[keys_of(a, a + step)] = True
         keys = np.flatnonzero(present)
         lut = np.cumsum(present, dtype=np.int64 if keys.size >= 2**31 else np.int32)
         lut -= 1
-        g_of = lut[key].astype(np.int64)
+        g_of = np.empty(n, dtype=itype)
+        for a in range(0, n, step):
+            g_of[a:a + step] = lut[keys_of(a, a + step)]
         del lut, present
         gcol = keys // span
         gval = (keys - gcol * span + lo).astype(v.dtype)
         count = np.bincount(g_of, minlength=keys.size).astype(np.int64)
     else:
+        co = ent.cols if obs is None else ent.cols[obs]
         order = np.lexsort((vo, co))
         sv, sc = vo[order], co[order]
         new = np.ones(n, dtype=bool)
@@ -150,9 +183,9 @@ def _groups(ent: _Entries, exact: bool = True) -> _Groups:
             np.not_equal(sc[1:], sc[:-1], out=new[1:])
             new[1:] |= sv[1:] != sv[:-1]
         firsts = np.flatnonzero(new)
-        gid = np.cumsum(new, dtype=np.int64)
+        gid = np.cumsum(new, dtype=itype)
         gid -= 1
-        g_of = np.empty(n, dtype=np.int64)
+        g_of = np.empty(n, dtype=itype)
         g_of[order] = gid
         del gid, order
         gcol, gval = sc[firsts].astype(np.int64), sv[firsts]
@@ -256,7 +289,7 @@ def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any) ->
     return Summary(M, [_NUMBER] * N, values, nd, st.numbers, classes, None, kind * N, kind, [False] * N)
 
 
-def encode_sparse(encoder: Encoder, X: Any, y: Any = None) -> tuple[Any, np.ndarray]:
+def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr") -> tuple[Any, np.ndarray]:
     """Fit ``encoder`` on the sparse matrix X (its implicit zeros are the value 0) and return (codes, cards).
 
     The fit is the one ``encoder._fit(X.toarray(), y, None)`` makes (kinds, categories, cardinalities,
@@ -273,10 +306,12 @@ def encode_sparse(encoder: Encoder, X: Any, y: Any = None) -> tuple[Any, np.ndar
     y : array-like of shape (n_samples,), default=None
         Class labels: their number for ``max_categories="auto"``, and the labels of the
         supervised discretizer (``"mdl"``).
+    layout : {"csr", "csc"}, default="csr"
+        The compressed layout of the codes (``"csc"``: as they are made, no conversion).
 
     Returns
     -------
-    codes : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+    codes : scipy.sparse.csr_matrix or csc_matrix of shape (n_samples, n_features)
         Canonical (sorted indices, no duplicates, no stored 0), in the compact integer dtype of
         the cardinalities. Column n holds the dense encoder's codes with the code of the value 0
         swapped with code 0; missing entries are stored as -1.
@@ -348,8 +383,11 @@ def encode_sparse(encoder: Encoder, X: Any, y: Any = None) -> tuple[Any, np.ndar
         in_cont = pos[g.col] >= 0
         gcode[in_cont] = _bins(g.val[in_cont].astype(np.float64), E, pos[g.col[in_cont]])
         z[cont] = _bins(np.zeros(cont.size), E, pos[cont])
-    codes = _swapped(ent, g.of_entry, gcode, z, _compact_dtype(encoder.cardinalities_))
-    return _csr(ent, codes, encoder.cardinalities_), encoder.cardinalities_.copy()
+    of_entry = g.of_entry
+    del g
+    ent.data = None  # the stored values are read no more: their memory goes before the codes' masks
+    codes = _swapped(ent, of_entry, gcode, z, _compact_dtype(encoder.cardinalities_), release=True)
+    return _compressed(ent, codes, encoder.cardinalities_, layout), encoder.cardinalities_.copy()
 
 
 def _edge_table(edges: list, cont: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
@@ -386,13 +424,19 @@ def _has_fraction(ent: _Entries) -> bool:
     return False
 
 
-def _swapped(ent: _Entries, of_entry: np.ndarray, gcode: np.ndarray, z: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _swapped(ent: _Entries, of_entry: np.ndarray, gcode: np.ndarray, z: np.ndarray, dtype: np.dtype,
+             release: bool = False) -> np.ndarray:
     """The code of every entry (in ``dtype``) with, per column, the code ``z`` of the value 0 swapped with 0
-    (-1: missing)."""
+    (-1: missing). ``release``: ``of_entry`` is the caller's last reference, dropped once read."""
     gcode = gcode.astype(dtype)
     z = z.astype(dtype)
-    codes = gcode[np.maximum(of_entry, 0)] if gcode.size else np.zeros(of_entry.size, dtype=dtype)
-    zc = z[ent.cols]
+    if not gcode.size:
+        codes = np.zeros(of_entry.size, dtype=dtype)
+    else:  # a missing entry's index is -1: any pair's code, overwritten below
+        codes = gcode[of_entry if ent.missing is None else np.maximum(of_entry, 0)]
+    if release:
+        del of_entry
+    zc = ent.per_column(z)
     was_z, was_0 = codes == zc, codes == 0
     codes[was_z] = 0
     codes[was_0] = zc[was_0]
@@ -401,16 +445,27 @@ def _swapped(ent: _Entries, of_entry: np.ndarray, gcode: np.ndarray, z: np.ndarr
     return codes
 
 
-def _csr(ent: _Entries, codes: np.ndarray, cards: np.ndarray) -> Any:
-    """The canonical CSR matrix of the nonzero codes (stored 0s dropped)."""
+def _compressed(ent: _Entries, codes: np.ndarray, cards: np.ndarray, layout: str = "csr") -> Any:
+    """The canonical CSR (or CSC) matrix of the nonzero codes (stored 0s dropped)."""
     import scipy.sparse as sp
 
+    if layout not in ("csr", "csc"):
+        raise ValueError(f"layout must be 'csr' or 'csc', got {layout!r}")
     M, N = ent.shape
     keep = codes != 0
-    counts = np.bincount(ent.cols[keep], minlength=N)
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    csc = sp.csc_matrix((codes[keep].astype(_compact_dtype(cards)), ent.rows[keep], indptr), shape=(M, N))
+    dtype = _compact_dtype(cards)
+    if keep.all():  # no entry coded 0 (counts: only the value 0 is): the entries' rows and pointers as they are
+        indptr, rows, data = ent.indptr, ent.rows, codes.astype(dtype, copy=False)
+    else:
+        counts = np.bincount(ent.cols[keep], minlength=N)
+        indptr = np.zeros(N + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        rows, data = ent.rows[keep], codes[keep].astype(dtype, copy=False)
+    del keep
+    csc = sp.csc_matrix((data, rows, indptr), shape=(M, N))
+    csc.sort_indices()  # the entries came in CSC order: a check of the rows within each column
+    if layout == "csc":
+        return csc
     out = csc.tocsr()  # column after column into rows: sorted indices, no duplicates
     out.sort_indices()
     return out
@@ -646,7 +701,7 @@ def transform_sparse(encoder: Encoder, X: Any) -> Any:
     codes[was_0] = zc[was_0]
     if ent.missing is not None:
         codes[ent.missing] = -1
-    return _csr(ent, codes, encoder.cardinalities_)
+    return _compressed(ent, codes, encoder.cardinalities_)
 
 
 def _match(ccol: np.ndarray, cv: np.ndarray, col: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -524,7 +524,7 @@ class CodedSelector(_BaseSelector):
                                       "each rank's rows as a dense array")
         self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
                                 missing_values=getattr(self, "missing_values", None))
-        codes, cards = encode_sparse(self.encoder_, X, y_codes)
+        codes, cards = encode_sparse(self.encoder_, X, y_codes, layout="csc")  # the layout the counts read
         self.n_features_in_ = int(codes.shape[1])
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
