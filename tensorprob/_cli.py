@@ -150,7 +150,8 @@ def _check_writable(path: str, option: str) -> None:
 _SVMLIGHT = (".svm", ".svmlight", ".libsvm")
 
 
-def _load_sparse(data: str, target: str | None, labels: str | None) -> tuple[Any, Any, str, list[str]]:
+def _load_sparse(data: str, target: str | None, labels: str | None,
+                 need_labels: bool = True) -> tuple[Any, Any, str, list[str]]:
     """A sparse matrix file: SciPy's ``.npz`` (labels from ``labels``) or svmlight/libsvm text (labels in the file)."""
     import scipy.sparse as sp
 
@@ -170,11 +171,14 @@ def _load_sparse(data: str, target: str | None, labels: str | None) -> tuple[Any
     except Exception as exc:  # any reader failure is a bad file
         raise CLIError(f"cannot read {data!r} as a sparse matrix: {exc}") from exc
     if data.lower().endswith(".npz"):
-        if labels is None:
+        if labels is None and not need_labels:
+            y = None
+        elif labels is None:
             raise CLIError(f"{data!r} holds a matrix without labels: pass --labels FILE (a .npy array or a text file "
                            "with one label per line)")
-        y = _read_labels(labels)
-        if len(y) != X.shape[0]:
+        else:
+            y = _read_labels(labels)
+        if y is not None and len(y) != X.shape[0]:
             raise CLIError(f"--labels {labels!r} has {len(y)} labels for the {X.shape[0]} rows of {data!r}")
     elif labels is not None:
         raise CLIError(f"--labels applies to .npz matrices; the svmlight file {data!r} brings its own labels")
@@ -200,7 +204,8 @@ def _is_sparse_file(data: str) -> bool:
     return data.lower().endswith((".npz", *_SVMLIGHT))
 
 
-def _load(data: str, target: str | None, labels: str | None = None) -> tuple[Any, Any, str, list[str]]:
+def _load(data: str, target: str | None, labels: str | None = None,
+          need_labels: bool = True) -> tuple[Any, Any, str, list[str]]:
     """Load a shipped dataset, a scikit-feature ``.mat`` file, a CSV, TSV (tab-separated) or Parquet file, or a sparse matrix.
 
     Names and ``.mat`` files go through :func:`tensorprob.datasets.load_dataset` (so the
@@ -218,7 +223,7 @@ def _load(data: str, target: str | None, labels: str | None = None) -> tuple[Any
     from .datasets import list_datasets, load_dataset
 
     if _is_sparse_file(data):
-        return _load_sparse(data, target, labels)
+        return _load_sparse(data, target, labels, need_labels)
     if labels is not None:
         raise CLIError("--labels applies to .npz sparse matrices; CSV/TSV/Parquet files name their label with --target")
     if data.lower().endswith(".mat"):
@@ -375,10 +380,7 @@ def _fit_cpd_run(args: argparse.Namespace) -> int:
     if streamed:  # out of core: chunks read twice, never all in memory
         X, y, label = _stream_source(args), None, args.data
     else:
-        if _is_sparse_file(args.data):
-            raise CLIError(f"fit-cpd does not take sparse matrices yet ({args.data!r}): the count-based selectors of "
-                           "'tensorprob select' do")
-        X, y, label, _ = _load(args.data, args.target)
+        X, y, label, _ = _load(args.data, args.target, args.labels, need_labels=False)
         if y is not None and not args.no_label:
             _check_label(y, label)
     t0 = time.perf_counter()
@@ -624,8 +626,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit-cpd", help="fit a CPD (latent class) model of the joint PMF, label included",
                        description="Fit a CPD (latent class) model of the joint PMF of DATA, its label included, and "
                        "print a report (iterations, log-likelihood per sample, seconds).")
-    f.add_argument("data", metavar="DATA", help=_DATA_HELP + " (streamed out of core)")
+    f.add_argument("data", metavar="DATA", help=_DATA_HELP + " (streamed out of core), or a sparse matrix: SciPy's "
+                   ".npz (scipy.sparse.save_npz, a label from --labels) or an svmlight/libsvm file")
     f.add_argument("--target", help=_TARGET_HELP)
+    f.add_argument("--labels", metavar="FILE", help=_LABELS_HELP)
     f.add_argument("--no-label", action="store_true", help="do not model the label")
     f.add_argument("--rank", type=_int_at_least(1), default=20, help="number of components F")
     f.add_argument("--bins", type=_int_at_least(2), default=5, help="equal-width bins for continuous columns")

@@ -59,10 +59,12 @@ X : array-like, tensor, DataFrame, RowChunks, callable or path
     ``-1`` included; continuous columns discretized into ``n_bins`` bins), except an integer
     array or tensor without a negative value, which the CPD fits take as codes (each value its
     own code, ``max + 1`` values per column). An :class:`~tensorprob.Encoded` is used as its
-    codes (``-1`` = missing). Data larger than memory: a
-    :class:`tensorprob.datasets.RowChunks`, a callable returning a fresh iterator of chunks, or
-    the path of a Parquet file or directory, read in two passes (labels and weights then come
-    with the chunks); see the user guide, "Data larger than memory".""",
+    codes (``-1`` = missing). A ``scipy.sparse`` matrix or array is fitted from its stored
+    entries (implicit zeros are the value 0, a stored NaN is missing; the same encoding and
+    model as its dense copy, on the CPU; see the user guide, "Sparse data"). Data larger than
+    memory: a :class:`tensorprob.datasets.RowChunks`, a callable returning a fresh iterator of
+    chunks, or the path of a Parquet file or directory, read in two passes (labels and weights
+    then come with the chunks); see the user guide, "Data larger than memory".""",
     "y_labels": """\
 y : array-like of shape (n_samples,)
     Class labels (any hashable values; missing labels are an error).""",

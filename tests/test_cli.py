@@ -290,8 +290,12 @@ def test_select_reads_sparse_npz_and_svmlight(tmp_path, capsys):
                           (["select", str(npz), "--target", "y"], "pass the labels with --labels FILE"),
                           (["select", str(npz), "--labels", str(tmp_path / "none.npy")], "does not exist"),
                           (["select", str(npz), "--labels", str(lab), "--method", "pda"], "does not accept sparse"),
-                          (["fit-cpd", str(svm)], "fit-cpd does not take sparse matrices yet"),
                           (["evaluate", str(svm)], "evaluate does not take sparse matrices yet")):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err, (argv, err)
+    # fit-cpd: the label from the file (svmlight) or from --labels (.npz), or none
+    for argv, variables in (([str(svm)], 301), ([str(npz), "--labels", str(lab)], 301), ([str(npz)], 300)):
+        assert main(["fit-cpd", *argv, "--rank", "2", "--restarts", "1", "--max-iter", "3", "--json",
+                     "--device", "cpu"]) == 0
+        assert json.loads(capsys.readouterr().out)["variables"] == variables

@@ -328,15 +328,20 @@ class Incidence:
         others.index_add_(0, self._var, out)
         total = _column_sums(Y)
         base_sum = total[None, :] - others - part[self._miss_pos]  # (N, K)
-        unsure = base_sum <= 2.0**20 * torch.finfo(out.dtype).eps * (self._cards.to(out.dtype)[:, None] + 1) * \
-            total.abs()[None, :]
+        # a column of Y without mass (a component that lost it) has every sum exactly 0: nothing to redo
+        unsure = (base_sum <= 2.0**20 * torch.finfo(out.dtype).eps * (self._cards.to(out.dtype)[:, None] + 1) *
+                  total.abs()[None, :]) & (total != 0)[None, :]
         redo = torch.nonzero(unsure.any(1)).flatten()
         if redo.numel():
-            at_base = self.codes[start:stop][:, redo.to(self.codes.device)].to(self.device) == self.base[redo][None, :]
+            at_base = self._at_base(start, stop, redo)
             direct = at_base.to(Y.dtype).T @ Y  # (variables, K): sums over the rows at each baseline
             base_sum[redo] = torch.where(unsure[redo], direct, base_sum[redo])
         out[self._base_cols] = base_sum
         return out
+
+    def _at_base(self, start: int, stop: int, redo: torch.Tensor) -> torch.Tensor:
+        """(rows, len(redo)) bool: the rows of ``start:stop`` at the baseline of the variables ``redo``."""
+        return self.codes[start:stop][:, redo.to(self.codes.device)].to(self.device) == self.base[redo][None, :]
 
     @property
     def cached(self) -> bool:
@@ -485,6 +490,28 @@ def _csr_pair(block: torch.Tensor, n_cols: int, dtype: torch.dtype, dtype_t: tor
         crow_t[1:] = torch.cumsum(torch.bincount(col, minlength=n_cols), 0)
         val_t = val if dtype_t == dtype else _ones_values(ones, col.numel(), dtype_t, device)
         st = torch.sparse_csr_tensor(crow_t, row_id.to(itype), val_t, (n_cols, n), check_invariants=False)
+    return s, st
+
+
+def _csr_pair_entries(crow: np.ndarray, col: np.ndarray, n: int, n_cols: int, dtype: torch.dtype,
+                      dtype_t: torch.dtype, itype: torch.dtype, transpose: bool = True,
+                      ones: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """CSR forms of S (n x n_cols) and S^T from row pointers ``crow`` (n + 1,) and the entries' columns, increasing within a row."""
+    col_t = torch.from_numpy(np.ascontiguousarray(col, dtype=np.int64))
+    val = _ones_values(ones, col_t.numel(), dtype, torch.device("cpu"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+        s = torch.sparse_csr_tensor(torch.from_numpy(crow.astype(np.int64)).to(itype), col_t.to(itype), val,
+                                    (n, n_cols), check_invariants=False)
+        if not transpose:
+            return s, None
+        order = np.argsort(col, kind="stable")  # by column, rows increasing within each
+        row_id = np.repeat(np.arange(n, dtype=np.int64), np.diff(crow))[order]
+        crow_t = np.zeros(n_cols + 1, dtype=np.int64)
+        np.cumsum(np.bincount(col, minlength=n_cols), out=crow_t[1:])
+        val_t = val if dtype_t == dtype else _ones_values(ones, col_t.numel(), dtype_t, torch.device("cpu"))
+        st = torch.sparse_csr_tensor(torch.from_numpy(crow_t).to(itype), torch.from_numpy(row_id).to(itype), val_t,
+                                     (n_cols, n), check_invariants=False)
     return s, st
 
 

@@ -1,21 +1,18 @@
-"""Contingency tables of sparse codes, counted from their stored entries (code 0 is implicit).
+"""Sparse codes: the rows of a run held as a compressed matrix (code 0 implicit), and the class table from them.
 
 Sparse data (term counts, variants, baskets) are codes whose most frequent value, 0, is not
-stored. Every table a selector reads can be counted from the stored entries alone: a cell with
-a nonzero code somewhere is a count of stored entries, and the cells of code 0 are what the
-margins leave. A class table costs one pass over the stored entries; the (x_c, x_j, class)
-tables of every candidate against a pick j read only the stored entries of the rows where
-x_j is off its most frequent value (the other rows are counted by the class table already),
-so a greedy step costs time in proportion to the entries it touches, not to rows x features.
-
-The codes come as the three arrays of a compressed sparse matrix (CSC for columns, CSR for
-rows; SciPy's layout): stored codes are 1 .. card - 1 (an explicitly stored 0 counts as 0),
-every entry is complete (no missing code), and every count is an exact integer, the same as a
+stored. :class:`SparseRows` holds them (CSC, the layout the counts read) as the ``stream`` of a
+:class:`~tensorprob.counting.SelectionData`. Two strategies count from the stored entries: the
+``sparse-class`` strategy of this module (the class table: a cell with a nonzero code is a count
+of stored entries, the cells of code 0 are the class sizes less the others) and ``baseline``
+(:mod:`~tensorprob.counting._baseline`, with baseline 0: the pair tables of a greedy step from
+one pass over the stored entries). Every other count reads dense blocks of rows
+(:meth:`SparseRows.blocks`). Counts are exact integers (float64 sums of weights), the same as a
 dense count of the same codes.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,77 +21,14 @@ from . import _costs
 from ._planner import Request, Strategy, register
 
 
-class SparseCodes(NamedTuple):
-    """Codes of M rows x N columns held as both compressed layouts (code 0 not stored).
-
-    Parameters
-    ----------
-    shape : (int, int)
-        Rows M and columns N.
-    col_ptr, col_rows, col_codes : ndarray
-        CSC: the entries of column n are ``col_ptr[n]:col_ptr[n + 1]``, at rows ``col_rows``
-        with codes ``col_codes``.
-    row_ptr, row_cols, row_codes : ndarray
-        CSR: the entries of row r are ``row_ptr[r]:row_ptr[r + 1]``, in columns ``row_cols``
-        with codes ``row_codes``.
-    """
-
-    shape: tuple[int, int]
-    col_ptr: np.ndarray
-    col_rows: np.ndarray
-    col_codes: np.ndarray
-    row_ptr: np.ndarray
-    row_cols: np.ndarray
-    row_codes: np.ndarray
-
-    @classmethod
-    def from_scipy(cls, codes) -> SparseCodes:
-        """Both layouts of a SciPy sparse matrix or array of integer codes (any format).
-
-        Parameters
-        ----------
-        codes : scipy.sparse matrix or array of shape (M, N)
-            Codes 0 .. card - 1, integers; 0 need not be stored (stored zeros count as 0).
-
-        Returns
-        -------
-        SparseCodes
-        """
-        import scipy.sparse as sp
-
-        if not sp.issparse(codes):
-            raise TypeError(f"expected a scipy.sparse matrix or array, got {type(codes).__name__}")
-        csc, csr = sp.csc_matrix(codes), sp.csr_matrix(codes)
-        for m in (csc, csr):
-            m.sum_duplicates()  # canonical: sorted, one entry per cell
-            m.eliminate_zeros()
-        M, N = csr.shape
-        return cls((int(M), int(N)), csc.indptr.astype(np.int64), csc.indices.astype(np.int64), csc.data,
-                   csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data)
-
-    @property
-    def nnz(self) -> int:
-        """Stored entries."""
-        return int(self.col_rows.size)
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + n)`` for every (s, n), in one vectorized pass."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    offsets = np.cumsum(lengths) - lengths  # where each range starts in the output
-    return np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)
-
-
-def sparse_class_table(codes: SparseCodes | Any, card: int, y: np.ndarray, n_classes: int,
+def sparse_class_table(codes: Any, card: int, y: np.ndarray, n_classes: int,
                        weights: np.ndarray | None = None) -> np.ndarray:
     """Counts of (x_n, class) for every column: (N, card, n_classes), from the stored entries.
 
     Parameters
     ----------
-    codes : SparseCodes or scipy.sparse.csc_matrix
-        The codes (code 0 implicit; a stored -1 is a missing entry, counted nowhere).
+    codes : scipy.sparse.csc_matrix
+        The codes, canonical (code 0 implicit; a stored -1 is a missing entry, counted nowhere).
     card : int
         Largest cardinality of the columns (the tables' second axis).
     y : ndarray of shape (M,), int
@@ -109,7 +43,7 @@ def sparse_class_table(codes: SparseCodes | Any, card: int, y: np.ndarray, n_cla
     ndarray of shape (N, card, n_classes)
         int64 counts, or float64 sums of weights.
     """
-    ptr, rows, vals = _csc_arrays(codes)
+    ptr, rows, vals = codes.indptr, codes.indices, codes.data
     N = ptr.size - 1
     y = np.asarray(y, dtype=np.int64)
     C, I = int(n_classes), int(card)
@@ -151,129 +85,6 @@ def _column_blocks(ptr: np.ndarray, per: int) -> list[tuple[int, int]]:
         out.append((c0, c1))
         c0 = c1
     return out or [(0, 0)]
-
-
-def _csc_arrays(codes: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(indptr, row of each entry, code of each entry) of column-compressed codes."""
-    if isinstance(codes, SparseCodes):
-        return codes.col_ptr, codes.col_rows, codes.col_codes
-    return codes.indptr, codes.indices, codes.data
-
-
-def sparse_pair_tables(codes: SparseCodes, card: int, j: int, card_j: int, y: np.ndarray, n_classes: int,
-                       class_table: np.ndarray, cols: tuple[int, int] | None = None) -> np.ndarray:
-    """Counts of (x_c, x_j, class) for the candidates c against the pick j, from the entries of the rows off the pick's top value.
-
-    With ``b`` the pick's most frequent code (0 for a sparse column), the cells with x_c and
-    x_j both off their defaults (x_c != 0, x_j != b) come from the stored entries of the rows
-    where x_j != b, at most half of the rows; the cells with x_j = b are the class table's
-    counts less those, and the cells with x_c = 0 are the pick's own (x_j, class) counts less
-    the rest of their column.
-
-    Parameters
-    ----------
-    codes : SparseCodes
-        The codes (complete; code 0 implicit).
-    card : int
-        Largest cardinality of the candidates (the tables' second axis).
-    j : int
-        The pick (column ``a`` of the tables).
-    card_j : int
-        Cardinality of the pick (the tables' third axis).
-    y : ndarray of shape (M,), int
-        Classes (a constant for class-free tables).
-    n_classes : int
-        Number of classes.
-    class_table : ndarray of shape (N, card, n_classes), int
-        :func:`sparse_class_table` of the same codes, classes and ``card``.
-    cols : (int, int), optional
-        Count only the candidates ``cols[0] .. cols[1] - 1`` (a block); None: every column.
-
-    Returns
-    -------
-    ndarray of shape (n_cols, card, card_j, n_classes), int64
-    """
-    M, N = codes.shape
-    c0, c1 = (0, N) if cols is None else (int(cols[0]), int(cols[1]))
-    I, A, C = int(card), int(card_j), int(n_classes)
-    y = np.asarray(y, dtype=np.int64)
-    pick = class_table[j, :A, :]
-    b = int(np.argmax(pick.sum(1)))  # the pick's most frequent code: its rows are not read
-    s, e = int(codes.col_ptr[j]), int(codes.col_ptr[j + 1])
-    stored, stored_a = codes.col_rows[s:e], codes.col_codes[s:e].astype(np.int64)
-    if b == 0:
-        keep = stored_a != 0  # an explicitly stored 0 is code 0
-        rows, a = stored[keep], stored_a[keep]
-    else:  # the pick is nonzero in most rows: read the others (its zeros among them)
-        code = np.zeros(M, dtype=np.int64)
-        code[stored] = stored_a
-        rows = np.flatnonzero(code != b)
-        a = code[rows]
-    starts = codes.row_ptr[rows]
-    lengths = codes.row_ptr[rows + 1] - starts
-    at = _ranges(starts, lengths)
-    cand = codes.row_cols[at]
-    x = codes.row_codes[at].astype(np.int64)
-    owner = np.repeat(np.arange(rows.size), lengths)  # the position in ``rows`` of each entry's row
-    if cols is not None:
-        inside = (cand >= c0) & (cand < c1)
-        cand, x, owner = cand[inside], x[inside], owner[inside]
-    key = (((cand - c0) * I + x) * A + a[owner]) * C + y[rows][owner]
-    n = c1 - c0
-    T = np.bincount(key, minlength=n * I * A * C).reshape(n, I, A, C)
-    T[:, 0] = 0  # stored zeros of candidates: their cells are filled below
-    # x_c != 0, x_j = b: the (x_c, class) counts less those with x_j != b
-    T[:, 1:, b, :] = class_table[c0:c1, 1:, :] - T[:, 1:, :, :].sum(2)
-    # x_c = 0: the (x_j, class) counts less those with x_c != 0
-    T[:, 0, :, :] = pick[None] - T[:, 1:, :, :].sum(1)
-    return T
-
-
-def sparse_listed_pair_tables(codes: SparseCodes, card: int, cand: np.ndarray, sel: np.ndarray, cards: np.ndarray,
-                              y: np.ndarray, n_classes: int, class_table: np.ndarray) -> np.ndarray:
-    """Counts of (x_cand[i], x_sel[i], class) for listed pairs (CMIM's lazy rounds): (P, card, card, n_classes) int64.
-
-    The pairs are grouped by their selected feature; each group is one call of
-    :func:`sparse_pair_tables` restricted to its candidates (the entries of the rows off the
-    pick's top code whose column is listed), so a round reads each pick's rows once.
-
-    Parameters
-    ----------
-    codes : SparseCodes
-        The codes (complete; code 0 implicit).
-    card : int
-        Largest cardinality (both table axes are padded to it).
-    cand, sel : ndarray of int of shape (P,)
-        The candidate and the selected feature of every pair.
-    cards : ndarray of int of shape (N,)
-        Cardinality of every column.
-    y : ndarray of shape (M,), int
-        Classes (a constant for class-free tables).
-    n_classes : int
-        Number of classes.
-    class_table : ndarray of shape (N, card, n_classes), int
-        :func:`sparse_class_table` of the same codes, classes and ``card``.
-
-    Returns
-    -------
-    ndarray of shape (P, card, card, n_classes), int64
-    """
-    cand, sel = np.asarray(cand, dtype=np.int64), np.asarray(sel, dtype=np.int64)
-    if cand.shape != sel.shape or cand.ndim != 1:
-        raise ValueError(f"cand and sel must be 1-D of one length, got shapes {cand.shape} and {sel.shape}")
-    I, C = int(card), int(n_classes)
-    out = np.zeros((cand.size, I, I, C), dtype=np.int64)
-    order = np.argsort(sel, kind="stable")
-    picks, starts = np.unique(sel[order], return_index=True)
-    bounds = np.append(starts, order.size)
-    for j, s0, s1 in zip(picks.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
-        at = order[s0:s1]  # the pairs of pick j
-        c = cand[at]
-        lo, hi = int(c.min()), int(c.max()) + 1  # one block spanning the group's candidates
-        A = int(cards[j])
-        T = sparse_pair_tables(codes, I, j, A, y, C, class_table, cols=(lo, hi))
-        out[at, :, :A, :] = T[c - lo]
-    return out
 
 
 class SparseRows:

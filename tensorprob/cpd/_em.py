@@ -36,6 +36,7 @@ from .. import _distributed
 from .._config import config_context, progress_bar
 from .._device import to_numpy
 from ..counting import Incidence
+from ..counting._sparse_rows import SparseCodeRows, SparseIncidence
 from ..ops import use_triton
 
 # S relative to each variable's most frequent value (Incidence(baseline=True)) pays from about a
@@ -78,6 +79,13 @@ class EMData:
             kernel = use_triton(torch.empty(0, device=device))
         max_rows = None if spill is None else spill.block_rows
         share = contextlib.nullcontext() if memory_budget is None else config_context(memory_budget=memory_budget)
+        if isinstance(rows, SparseCodeRows):  # sparse input: the incidence of the stored entries (CPU, in memory)
+            if device.type != "cpu" or spill is not None or distributed:
+                raise NotImplementedError("sparse rows are fitted in one process on the CPU")
+            with share:
+                inc = SparseIncidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
+            var = torch.repeat_interleave(torch.arange(cards.numel()), cards.cpu())
+            return cls(rows, cards.cpu(), weights, inc, var, weights.sum(0).cpu(), False, None)
         with share:  # the incidence reads the budget when it is built (its cache, its chunks, its baseline pass)
             inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
                             max_rows=max_rows, cache=None if spill is None else False, kernel=kernel,
@@ -112,6 +120,16 @@ class EMData:
     def block_codes(self, start: int, stop: int) -> torch.Tensor:
         """Codes of rows ``start:stop`` on ``device``."""
         return self.rows[start:stop].to(self.device)
+
+    def observed(self, start: int, stop: int, var_weights: torch.Tensor | None = None) -> torch.Tensor:
+        """Observed variables of rows ``start:stop``: (rows,) float64, or (rows, B) weighted by ``var_weights`` (N, B)."""
+        if isinstance(self.rows, SparseCodeRows):
+            N = self.rows.shape[1]
+            miss = self.rows.missing_counts(start, stop, var_weights)
+            total = float(N) if var_weights is None else var_weights.to(torch.float64).sum(0)[None, :]
+            return (total - miss).to(self.device)
+        obs = (self.block_codes(start, stop) >= 0).to(torch.float64)
+        return obs.sum(1) if var_weights is None else obs @ var_weights
 
 
 def rank_runs(ranks: list[int]) -> list[tuple[int, int, int, int, int]]:
@@ -435,15 +453,14 @@ def init_kmeanspp(data: EMData, ranks: list[int], weight_set: list[int], F: int,
     vm_f = vm.to(f64)
 
     def count_obs(start: int, stop: int) -> torch.Tensor:  # (rows, B): observed variables of each model
-        return (data.block_codes(start, stop) >= 0).to(f64) @ vm_f
+        return data.observed(start, stop, vm_f)
 
     if by_passes:
         n_obs_all = W_all = None
         obs_of = count_obs
     else:  # (M', B) each; broadcast views of one column where every model has the same one (no copies)
         if var_mask is None:
-            n_obs_all = torch.cat([(data.block_codes(s, e) >= 0).sum(1, dtype=f64)
-                                   for s, e in data.incidence.ranges], 0)[:, None].expand(n_rows, B)
+            n_obs_all = torch.cat([data.observed(s, e) for s, e in data.incidence.ranges], 0)[:, None].expand(n_rows, B)
         else:
             n_obs_all = torch.cat([count_obs(s, e) for s, e in data.incidence.ranges], 0)
         if len(set(weight_set)) == 1:

@@ -22,6 +22,7 @@ from .._device import (
 )
 from .._docstrings import fill_doc
 from ..counting import unique_rows
+from ..counting._sparse_rows import SparseCodeRows
 from ..ops import use_triton
 from ..ops._incidence import GATHER_SPLIT
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em, unfloor
@@ -255,6 +256,11 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
                     spill.close()
         prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
                             missing_values=missing_values, distributed=dist_on)
+        if isinstance(prep.codes, SparseCodeRows) and dev.type != "cpu":
+            if device not in ("auto", None):  # the products of the stored entries run on the CPU
+                raise ValueError(f"sparse X is fitted on the CPU; device={device!r} was asked for: pass "
+                                 "device='cpu' (or 'auto'), or X.toarray() for a CUDA fit")
+            dev = torch.device("cpu")
         _name_label(prep, y)
         if dist_on:
             W_np = _distributed.agree(lambda: _check_weights(sample_weight, prep.codes.shape[0], local=True))

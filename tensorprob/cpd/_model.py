@@ -617,6 +617,9 @@ class CPDModel:
                 raise TypeError(f"X must hold integer codes, got a {X.dtype} tensor")
             T = X.to(self.device, torch.int64)
         else:
+            if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing SciPy for dense rows
+                raise TypeError("the model scores dense rows of codes; sparse X is taken by fit_cpd only: pass "
+                                "X.toarray() (a block of rows at a time for a large matrix)")
             arr = np.asarray(X)  # lists and other array-likes too
             if arr.dtype.kind not in "iu":
                 if arr.dtype.kind == "f" and arr.size and np.all(np.isnan(arr) | (arr == np.round(arr))):

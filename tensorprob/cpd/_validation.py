@@ -12,8 +12,10 @@ from .. import _distributed
 from .._config import get_config
 from .._io import check_weights
 from ..counting import unique_rows
+from ..counting._sparse_rows import SparseCodeRows, unique_sparse_rows
 from ..encoding import Encoded, Encoder
 from ..encoding._codes import _compact, _compact_dtype
+from ..encoding._columns import _default_names
 from ..encoding._labels import check_classification_target, global_labels
 
 
@@ -26,7 +28,7 @@ class PreparedData:
     shares the data (:meth:`merge`).
     """
 
-    codes: np.ndarray  # (M, N) integers in the smallest dtype that holds them, -1 missing
+    codes: Any  # (M, N) integers in the smallest dtype that holds them, -1 missing (or SparseCodeRows)
     cards: np.ndarray  # (N,) int64
     names: list[str]
     target: int | None = None
@@ -34,12 +36,20 @@ class PreparedData:
     encoder: Any = None
     _distinct: dict = field(default_factory=dict, repr=False)
 
-    def distinct(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """Distinct rows (M', N) on ``device`` (sorted) and the index of every row among them (M,)."""
+    def distinct(self, device: torch.device) -> tuple[Any, torch.Tensor]:
+        """Distinct rows (M', N) on ``device`` (sorted) and the index of every row among them (M,).
+
+        Sparse codes (:class:`~tensorprob.counting._sparse_rows.SparseCodeRows`) stay sparse, on the CPU,
+        in the order of the dense rows.
+        """
         key = str(device)
         if key not in self._distinct:
-            rows, _, inverse = unique_rows(torch.as_tensor(self.codes, device=device))
-            self._distinct[key] = (rows, inverse)
+            if isinstance(self.codes, SparseCodeRows):
+                rows, _, inverse = unique_sparse_rows(self.codes)
+                self._distinct[key] = (rows, torch.from_numpy(inverse))
+            else:
+                rows, _, inverse = unique_rows(torch.as_tensor(self.codes, device=device))
+                self._distinct[key] = (rows, inverse)
         return self._distinct[key]
 
     def merge(self, weights: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -72,6 +82,10 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
     may hold zero rows, all ranks together may not.
     """
     limit = get_config()["max_categories"]
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        return _prepare_sparse(X, y, cardinalities, discretizer, n_bins, missing_values, distributed, limit)
     X = _declared(X, cardinalities, missing_values, distributed)
     enc = Encoder(discretizer=discretizer, n_bins=n_bins, missing_values=missing_values, distributed=distributed)
     codes = enc._fit(X, y, None)
@@ -85,6 +99,80 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
         cards, names, encoder = enc.cardinalities_, list(enc.feature_names_), enc
     _check_alphabets(np.asarray(cards), limit)
     return _with_label(codes, np.asarray(cards, dtype=np.int64), names, _plain(encoder), y, limit, distributed)
+
+
+def _prepare_sparse(X: Any, y: Any, cardinalities: Any, discretizer: Any, n_bins: int, missing_values: Any,
+                    distributed: bool, limit: int) -> PreparedData:
+    """:func:`prepare_data` of a scipy.sparse X: the codes stay sparse, each column's code of 0 implicit.
+
+    Integer values without ``missing_values`` (or with ``cardinalities``) are codes as they are,
+    as for dense integer arrays; anything else is encoded by the dense rules
+    (:func:`~tensorprob.encoding._sparse.encode_sparse`), the codes kept in the dense encoder's
+    numbering (the model's factors read like those of a dense fit).
+    """
+    import scipy.sparse as sp
+
+    from ..encoding._sparse import encode_sparse
+
+    if distributed:
+        raise NotImplementedError("distributed=True does not take sparse X yet: pass each rank's rows as a dense "
+                                  "array")
+    M, N = X.shape
+    if M == 0 or N == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    declared = cardinalities is not None or (X.dtype.kind in "iu" and missing_values is None
+                                             and (X.nnz == 0 or X.min() >= 0))
+    if declared:
+        csr = sp.csr_matrix(X, copy=True)
+        csr.sum_duplicates()
+        csr.eliminate_zeros()
+        if csr.dtype.kind not in "iu":
+            raise ValueError(f"cardinalities given with sparse X of dtype {X.dtype}: codes must be integers")
+        top = np.asarray(csr.max(axis=0).toarray()).ravel().astype(np.int64)
+        cards = np.maximum(top, 0) + 1 if cardinalities is None else np.asarray(cardinalities, dtype=np.int64)
+        if cards.shape != (N,):
+            raise ValueError(f"cardinalities has {cards.size} entries for {N} columns")
+        if csr.nnz and (int(csr.data.min()) < 0 or bool((top >= cards).any())):
+            raise ValueError("sparse codes must lie in 0 .. cardinality - 1 (a sparse matrix has no missing code)")
+        codes, base, names, encoder = csr.data, np.zeros(N, dtype=np.int64), _default_names(N), None
+    else:
+        enc = Encoder(discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
+        csr, cards, base = encode_sparse(enc, X, y, layout="csr", return_zero=True)
+        stored = csr.data.astype(np.int64)
+        codes = np.where(stored == base[csr.indices], 0, stored)  # the dense numbering: code 0 is z's entry
+        names, encoder = list(enc.feature_names_), _plain(enc)
+    _check_alphabets(cards, limit)
+    dt = _compact_dtype(cards)
+    rows = SparseCodeRows(csr.indptr, csr.indices, codes.astype(dt), base)
+    if y is None:
+        return PreparedData(rows, cards, [str(n) for n in names], None, None, encoder)
+    ycodes, classes = check_classification_target(y)
+    if ycodes.shape[0] != M:
+        raise ValueError(f"X has {M} rows but y has {ycodes.shape[0]} labels")
+    if classes.size < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}); a label needs at least two classes")
+    if classes.size > limit:
+        raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
+    cards = np.concatenate([cards, [classes.size]]).astype(np.int64)
+    dt = _compact_dtype(cards)
+    rows = _with_sparse_label(rows, ycodes, dt)
+    return PreparedData(rows, cards, [str(n) for n in names] + ["y"], N, classes, encoder)
+
+
+def _with_sparse_label(rows: SparseCodeRows, ycodes: np.ndarray, dtype: np.dtype) -> SparseCodeRows:
+    """``rows`` with the label as one more variable (its base code 0), its entry last in each row."""
+    M, N = rows.shape
+    has = ycodes != 0
+    lengths = np.diff(rows.indptr) + has
+    ptr = np.zeros(M + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    cols = np.empty(int(ptr[-1]), dtype=np.int64 if N + 1 >= 2**31 else np.int32)
+    codes = np.empty(int(ptr[-1]), dtype=dtype)
+    old = np.repeat(ptr[:-1] - rows.indptr[:-1], np.diff(rows.indptr)) + np.arange(rows.nnz, dtype=np.int64)
+    cols[old], codes[old] = rows.cols, rows.codes
+    last = ptr[1:][has] - 1
+    cols[last], codes[last] = N, ycodes[has]
+    return SparseCodeRows(ptr, cols, codes, np.append(rows.base, 0))
 
 
 def _declared(X: Any, cardinalities: Any, missing_values: Any, distributed: bool) -> Any:

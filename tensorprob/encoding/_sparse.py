@@ -289,7 +289,8 @@ def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any) ->
     return Summary(M, [_NUMBER] * N, values, nd, st.numbers, classes, None, kind * N, kind, [False] * N)
 
 
-def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr") -> tuple[Any, np.ndarray]:
+def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr",
+                  return_zero: bool = False) -> tuple[Any, ...]:
     """Fit ``encoder`` on the sparse matrix X (its implicit zeros are the value 0) and return (codes, cards).
 
     The fit is the one ``encoder._fit(X.toarray(), y, None)`` makes (kinds, categories, cardinalities,
@@ -308,6 +309,8 @@ def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr") 
         supervised discretizer (``"mdl"``).
     layout : {"csr", "csc"}, default="csr"
         The compressed layout of the codes (``"csc"``: as they are made, no conversion).
+    return_zero : bool, default=False
+        Also return ``zero``, the dense encoder's code of the value 0 in every column.
 
     Returns
     -------
@@ -317,6 +320,9 @@ def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr") 
         swapped with code 0; missing entries are stored as -1.
     cards : ndarray of int64, shape (n_features,)
         The cardinalities (``encoder.cardinalities_``).
+    zero : ndarray of int64, shape (n_features,)
+        With ``return_zero``: the dense code of the value 0 of each column (the code swapped
+        with 0 in the sparse codes).
 
     Raises
     ------
@@ -387,7 +393,8 @@ def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr") 
     del g
     ent.data = None  # the stored values are read no more: their memory goes before the codes' masks
     codes = _swapped(ent, of_entry, gcode, z, _compact_dtype(encoder.cardinalities_), release=True)
-    return _compressed(ent, codes, encoder.cardinalities_, layout), encoder.cardinalities_.copy()
+    out = (_compressed(ent, codes, encoder.cardinalities_, layout), encoder.cardinalities_.copy())
+    return (*out, z.astype(np.int64)) if return_zero else out
 
 
 def _edge_table(edges: list, cont: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:

@@ -291,7 +291,9 @@ class _BaseSelector(SelectorMixin, CachedParamNames, BaseEstimator, metaclass=AB
             target=...)`` for the labels). The chunks are read twice (the encoding, then the
             codes, spilled to temporary files under ``$TMPDIR``) and every count reads the
             codes back in blocks of rows; see the user guide, "Selection on data larger than
-            memory".
+            memory". They also take ``scipy.sparse`` matrices and arrays (and all-sparse
+            DataFrames) as they are: implicit zeros are the value 0, a stored NaN is missing,
+            and every table is counted from the stored entries (user guide, "Sparse data").
         y : array-like of shape (n_samples,), optional
             Class labels (any hashable values; missing labels are an error), at least two
             classes. Required for data in memory; must be None for streamed X, whose labels

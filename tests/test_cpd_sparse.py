@@ -1,0 +1,144 @@
+"""CPD fits of scipy.sparse input: the dense fit's model, from the stored entries (issue 46)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from _helpers import tols
+
+import tensorprob as tp
+from tensorprob.counting import Incidence, unique_rows
+from tensorprob.counting._sparse_rows import SparseCodeRows, SparseIncidence, unique_sparse_rows
+
+
+def _counts(seed, M=300, N=25, values=4):
+    """Mostly-zero counts, a column whose top value is not 0, one never stored, and labels."""
+    rng = np.random.default_rng(seed)
+    X = np.where(rng.random((M, N)) < 0.2, rng.integers(1, values, (M, N)), 0)
+    X[:, 3] = np.where(rng.random(M) < 0.9, 2, 0)
+    X[:, 5] = 0
+    y = rng.integers(0, 3, M)
+    X[:, 7] = np.where(rng.random(M) < 0.7, y, X[:, 7])
+    return X, y
+
+
+def _same_model(a, b, dtype):
+    t = tols(dtype, rtol=1e-9, atol=1e-10)
+    assert a.n_iter_ == b.n_iter_ and a.cardinalities.tolist() == b.cardinalities.tolist()
+    np.testing.assert_allclose(a.loglik_history_, b.loglik_history_, **t)
+    torch.testing.assert_close(b.weights, a.weights, **t)
+    for fa, fb in zip(a.factors, b.factors):
+        torch.testing.assert_close(fb, fa, **t)
+
+
+@pytest.mark.parametrize("init", ["random", "kmeans++"])
+@pytest.mark.parametrize("label", [False, True])
+def test_sparse_fit_equals_dense_fit(init, label, dtype):
+    """Integer counts are codes as they are (the dense convention); the start and every EM step match."""
+    X, y = _counts(1)
+    kw = dict(rank=4, y=y if label else None, random_state=0, init=init, n_restarts=2, device="cpu")
+    dense = tp.fit_cpd(X, **kw)
+    for fmt in (sp.csr_matrix, sp.csc_array, sp.coo_matrix):
+        _same_model(dense, tp.fit_cpd(fmt(X), **kw), dtype)
+
+
+def test_sparse_fit_encodes_like_dense(dtype):
+    """Floats are discretized, NaN is missing, weights merge: the model and its encoder are the dense fit's."""
+    X, y = _counts(2, values=6)
+    rng = np.random.default_rng(0)
+    Xf = np.where(X > 0, X * rng.uniform(0.5, 1.5, X.shape), 0.0)
+    Xf[rng.integers(0, X.shape[0], 20), rng.integers(0, X.shape[1], 20)] = np.nan
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    kw = dict(rank=3, y=y, random_state=1, n_restarts=2, sample_weight=w, device="cpu")
+    dense, got = tp.fit_cpd(Xf, **kw), tp.fit_cpd(sp.csr_matrix(Xf), **kw)
+    _same_model(dense, got, dtype)
+    assert got.encoder_.cardinalities_.tolist() == dense.encoder_.cardinalities_.tolist()
+    # the factors read in the dense numbering: the fitted model scores dense rows as the dense fit does
+    np.testing.assert_allclose(got.predict_proba(Xf[:20]), dense.predict_proba(Xf[:20]), **tols(dtype, rtol=1e-8))
+
+
+def test_sparse_fit_cpds_several_ranks(dtype):
+    X, y = _counts(3)
+    dense = tp.fit_cpds(X, ranks=[2, 3], y=y, random_state=0, n_restarts=1, device="cpu")
+    got = tp.fit_cpds(sp.csr_matrix(X), ranks=[2, 3], y=y, random_state=0, n_restarts=1, device="cpu")
+    for a, b in zip(dense, got):
+        _same_model(a, b, dtype)
+
+
+def test_unique_sparse_rows_order_of_the_dense_rows():
+    """Distinct rows, merged weights and the inverse equal unique_rows' on the dense codes (missing lowest)."""
+    rng = np.random.default_rng(4)
+    M, N = 500, 6
+    base = np.array([0, 2, 1, 0, 3, 0])
+    dense = np.where(rng.random((M, N)) < 0.5, rng.integers(-1, 4, (M, N)), base[None, :])
+    dense = dense[rng.integers(0, M // 3, M)]  # repeats
+    r, c = np.nonzero(dense != base[None, :])
+    csr = sp.csr_matrix((dense[r, c], (r, c)), shape=(M, N))
+    csr.data[csr.data == 0] = 0
+    rows = SparseCodeRows(np.r_[0, np.cumsum(np.bincount(r, minlength=M))], c, dense[r, c], base)
+    w = rng.uniform(0.1, 1.0, M)
+    got, merged, inverse = unique_sparse_rows(rows, w)
+    ref, ref_w, ref_inv = unique_rows(torch.from_numpy(dense), torch.from_numpy(w))
+    np.testing.assert_array_equal(got.dense(), ref.numpy())
+    np.testing.assert_allclose(merged, ref_w.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(inverse, ref_inv.numpy())
+
+
+def test_sparse_incidence_products_equal_the_dense_incidence():
+    rng = np.random.default_rng(5)
+    M, N = 200, 7
+    cards = torch.tensor([3, 4, 2, 5, 3, 2, 3])
+    base = np.array([0, 1, 0, 4, 2, 1, 0])
+    dense = np.where(rng.random((M, N)) < 0.3, rng.integers(-1, 5, (M, N)) % cards.numpy() - (rng.random((M, N)) < 0.05),
+                     base[None, :])
+    r, c = np.nonzero(dense != base[None, :])
+    rows = SparseCodeRows(np.r_[0, np.cumsum(np.bincount(r, minlength=M))], c, dense[r, c], base)
+    D = int(cards.sum())
+    ref = Incidence(torch.from_numpy(dense), cards, torch.float64, bytes_per_row=None)
+    with tp.config_context(memory_budget=2**16):  # chunks of about 100 rows
+        inc = SparseIncidence(rows, cards, torch.float64, bytes_per_row=64 * 8)
+    X = torch.from_numpy(rng.normal(size=(D, 3)))
+    Y = torch.from_numpy(rng.uniform(size=(M, 3)))
+    Y[:, 2] = 0  # a component without mass
+    Y[dense[:, 1] == base[1], 0] = 1e-30  # base sums below the subtraction's rounding: summed directly
+    (_, _, S_ref, ST_ref), = list(ref.chunks())
+    want, want_t = ref.matmul(S_ref, X), ref.matmul_t(ST_ref, Y, 0, M)
+    got = torch.cat([inc.matmul(S, X) for _, _, S, _ in inc.chunks()])
+    got_t = sum(inc.matmul_t(ST, Y[s:e], s, e) for s, e, _, ST in inc.chunks())
+    assert len(inc.ranges) > 1
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got_t, want_t, rtol=1e-12, atol=1e-40)
+    np.testing.assert_array_equal(inc.flat(index=torch.tensor([4, 0, 4])).numpy(), ref.flat(index=torch.tensor([4, 0, 4])).numpy())
+
+
+def test_sparse_corpus_fit_is_never_densified():
+    import tracemalloc
+
+    d = tp.datasets.make_sparse_corpus(20_000, 20_000, nnz_per_row=20, random_state=1)
+    tracemalloc.start()
+    try:
+        m = tp.fit_cpd(d.X, rank=5, y=d.y, n_restarts=1, n_iter_max=5, tol=0, random_state=0, device="cpu")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(m.loglik_history_[-1]) and m.n_variables == 20_001
+    assert peak < 20_000 * 20_000 // 8, peak
+
+
+def test_sparse_errors_name_the_problem():
+    X, y = _counts(6)
+    S = sp.csr_matrix(X)
+    with pytest.raises(ValueError, match=r"lie in 0 \.\. cardinality - 1"):
+        tp.fit_cpd(S, rank=2, cardinalities=[2] * X.shape[1], device="cpu")
+    model = tp.fit_cpd(S, rank=2, y=y, n_restarts=1, random_state=0, device="cpu")
+    with pytest.raises(TypeError, match="sparse"):
+        model.predict(S)
+
+
+def test_cpd_estimator_fits_sparse(dtype):
+    X, y = _counts(7)
+    got = tp.CPD(rank=3, random_state=0, device="cpu").fit(sp.csr_matrix(X), y)
+    ref = tp.CPD(rank=3, random_state=0, device="cpu").fit(X, y)
+    _same_model(ref.model_, got.model_, dtype)
+    np.testing.assert_array_equal(got.predict(X), ref.predict(X))
+    with pytest.raises(TypeError, match="sparse X is taken by fit_cpd only"):
+        got.predict(sp.csr_matrix(X))
