@@ -220,7 +220,8 @@ def main() -> None:
                 failed.append(f"{method} {M}x{N}")
             lib = "scikit-learn" if method in ("chi2", "mutual_info_classif") else "tensorprob"
             rows.append(dict(size=f"{M:,} x {N:,}", rows=M, vocabulary=N, nnz=nnz, csr_mb=round(csr_mb, 1),
-                             library=lib, method=method, k=args.k, seconds=round(t, 3), timing=how,
+                             library=lib, method=method, k="" if method == "fit_cpd" else args.k,
+                             seconds=round(t, 3), timing=how,
                              first_s=round(first, 3), peak_mb=round(info.get("peak", float("nan")) / 2**20, 1),
                              planted=info.get("planted", ""), status=res["status"], note=note))
             print({k: rows[-1][k] for k in ("size", "method", "seconds", "peak_mb", "planted", "note")}, flush=True)

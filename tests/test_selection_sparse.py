@@ -236,3 +236,41 @@ def test_papers_sets_through_the_sparse_path(skfeature_dir, dtype):
         dense = tp.JMI(k=8).fit(X, y)
         got = tp.JMI(k=8).fit(sp.csr_matrix(X), y)
         _same(got, dense, dtype)
+
+
+def _dist_sparse_job(rank, world, cuts):
+    """This rank's rows of the sparse data, selected with distributed=True (run in a spawned Gloo process)."""
+    X, y = _sparse_data(31, M=300)
+    rng = np.random.default_rng(5)
+    Xf = np.where(X > 0, X * rng.uniform(0.5, 1.5, X.shape), 0.0)
+    w = rng.uniform(0.2, 2.0, X.shape[0])
+    rows = slice(cuts[rank], cuts[rank + 1])
+    out = {}
+    with tp.config_context(device="cpu", dtype="float64"):
+        for name, make, data, kw in (("jmi", lambda: tp.JMI(k=5, distributed=True), X, {}),
+                                     ("cmim_lazy", lambda: tp.CMIM(k=5, lazy=True, distributed=True), X, {}),
+                                     ("mim_floats", lambda: tp.MIM(k=5, distributed=True), Xf, {}),
+                                     ("mrmr_weighted", lambda: tp.MRMR(k=4, distributed=True), X, {"sample_weight": w})):
+            sel = make().fit(sp.csr_matrix(data[rows]), y[rows], **{k: v[rows] for k, v in kw.items()})
+            out[name] = (sel.selected_.tolist(), sel.scores_.tolist())
+    return out
+
+
+@pytest.mark.slow  # spawns Gloo processes
+def test_sparse_distributed_equals_one_process():
+    """Each rank's sparse rows, one encoding from all ranks' summaries: the single-process selection."""
+    from _dist_helpers import run_ranks
+
+    X, y = _sparse_data(31, M=300)
+    rng = np.random.default_rng(5)
+    Xf = np.where(X > 0, X * rng.uniform(0.5, 1.5, X.shape), 0.0)
+    w = rng.uniform(0.2, 2.0, X.shape[0])
+    with tp.config_context(device="cpu", dtype="float64"):
+        ref = {"jmi": tp.JMI(k=5).fit(X, y), "cmim_lazy": tp.CMIM(k=5, lazy=True).fit(X, y),
+               "mim_floats": tp.MIM(k=5).fit(Xf, y), "mrmr_weighted": tp.MRMR(k=4).fit(X, y, sample_weight=w)}
+    for cuts in ((0, 130, 300), (0, 0, 300)):  # uneven; a rank without rows
+        for status, got in run_ranks(_dist_sparse_job, 2, (cuts,)):
+            assert status == "ok", got
+            for name, sel in ref.items():
+                assert got[name][0] == sel.selected_.tolist(), name
+                np.testing.assert_allclose(got[name][1], sel.scores_, rtol=1e-12, atol=1e-14, err_msg=name)

@@ -102,8 +102,8 @@ class SparseCodeRows:
         return SparseCodeRows(ptr, self.cols[at], self.codes[at], self.base)
 
 
-def _tokens(rows: SparseCodeRows) -> np.ndarray:
-    """One int64 per entry whose lexicographic order over a row (its end as ``_END``) is the dense rows' order.
+def _tokens(rows: SparseCodeRows, at: np.ndarray) -> np.ndarray:
+    """One int64 per entry ``at`` whose lexicographic order over a row (its end as ``_END``) is the dense rows' order.
 
     At the first variable where two rows differ, either both store an entry there (the codes
     decide) or one does and the other holds the base: an entry above its base sorts after
@@ -112,10 +112,9 @@ def _tokens(rows: SparseCodeRows) -> np.ndarray:
     """
     N = rows.shape[1]
     span = int(max(int(rows.codes.max(initial=0)), int(rows.base.max(initial=0)))) + 2
-    n = rows.cols.astype(np.int64)
-    x = rows.codes.astype(np.int64)
-    above = x > rows.base[n]
-    return np.where(above, _ABOVE + (N - n) * span + x, n * span + x + 1)
+    n = rows.cols[at].astype(np.int64)
+    x = rows.codes[at].astype(np.int64)
+    return np.where(x > rows.base[n], _ABOVE + (N - n) * span + x, n * span + x + 1)
 
 
 def unique_sparse_rows(rows: SparseCodeRows, weights: np.ndarray | None = None
@@ -123,8 +122,8 @@ def unique_sparse_rows(rows: SparseCodeRows, weights: np.ndarray | None = None
     """Merge identical rows, ordered as :func:`~tensorprob.counting.unique_rows` orders the dense rows.
 
     The rows are sorted by their entries' tokens (:func:`_tokens`), last position first, with
-    stable sorts (one pass per position of the longest row), then neighbours with the same
-    entries are merged.
+    stable sorts (one pass per position of the longest row, each over one token per row), then
+    neighbours with the same entries are merged. Memory: a few arrays of one value per row.
 
     Parameters
     ----------
@@ -143,27 +142,25 @@ def unique_sparse_rows(rows: SparseCodeRows, weights: np.ndarray | None = None
     """
     M = rows.shape[0]
     lengths = np.diff(rows.indptr)
-    tok = _tokens(rows)
+    longest = int(lengths.max(initial=0))
     order = np.arange(M, dtype=np.int64)
-    for p in range(int(lengths.max(initial=0)) - 1, -1, -1):
+    for p in range(longest - 1, -1, -1):
         has = lengths[order] > p
         key = np.full(M, _END, dtype=np.int64)
-        key[has] = tok[rows.indptr[order[has]] + p]
+        key[has] = _tokens(rows, rows.indptr[order[has]] + p)
         order = order[np.argsort(key, kind="stable")]
-    # a row starts a group unless it has the entries of the row before it
+    # a row starts a group unless it has the entries of the row before it (compared position by position)
     same = np.zeros(M, dtype=bool)
     if M > 1:
         prev, cur = order[:-1], order[1:]
-        eq_len = lengths[prev] == lengths[cur]
-        pairs = np.flatnonzero(eq_len)
-        ln = lengths[cur[pairs]]
-        at_cur = np.repeat(rows.indptr[cur[pairs]] - np.concatenate([[0], np.cumsum(ln)[:-1]]), ln) + \
-            np.arange(int(ln.sum()), dtype=np.int64)
-        at_prev = at_cur - np.repeat(rows.indptr[cur[pairs]] - rows.indptr[prev[pairs]], ln)
-        differ = (tok[at_cur] != tok[at_prev]).astype(np.int64)
-        owner = np.repeat(np.arange(pairs.size), ln)
-        n_diff = np.bincount(owner, weights=differ, minlength=pairs.size) if pairs.size else np.zeros(0)
-        same[1:][pairs] = n_diff == 0
+        eq = lengths[prev] == lengths[cur]
+        for p in range(longest):
+            live = np.flatnonzero(eq & (lengths[cur] > p))
+            if not live.size:
+                break
+            a, b = rows.indptr[cur[live]] + p, rows.indptr[prev[live]] + p
+            eq[live] = (rows.cols[a] == rows.cols[b]) & (rows.codes[a] == rows.codes[b])
+        same[1:] = eq
     group = np.cumsum(~same) - 1
     inverse = np.empty(M, dtype=np.int64)
     inverse[order] = group

@@ -138,8 +138,8 @@ def _prepare_sparse(X: Any, y: Any, cardinalities: Any, discretizer: Any, n_bins
     else:
         enc = Encoder(discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
         csr, cards, base = encode_sparse(enc, X, y, layout="csr", return_zero=True)
-        stored = csr.data.astype(np.int64)
-        codes = np.where(stored == base[csr.indices], 0, stored)  # the dense numbering: code 0 is z's entry
+        codes = csr.data.copy()  # the dense numbering: the entries coded z (the value 0's code) are code 0
+        codes[codes == base.astype(codes.dtype)[csr.indices]] = 0
         names, encoder = list(enc.feature_names_), _plain(enc)
     _check_alphabets(cards, limit)
     dt = _compact_dtype(cards)

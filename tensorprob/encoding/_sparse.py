@@ -257,8 +257,52 @@ def _categories(g: _Groups, st: _Stats, cols: np.ndarray) -> list:
     return out
 
 
-def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any) -> Summary:
-    """The :class:`Summary` that summarizing ``X.toarray()`` makes, as far as the decision reads it."""
+def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, np.ndarray]:
+    """:func:`encode_sparse` of this rank's rows of data spread over the ranks: one decision from all ranks' summaries.
+
+    Each rank summarizes its rows as :func:`summarize` summarizes dense rows (every column's
+    values up to ``max_categories``, ranges); the summaries are combined by one all-gather and
+    the decision taken on the whole (the row limit of all the rows); each rank then codes its
+    own rows (:func:`transform_sparse`). Equal-frequency and MDL bins need the samples of the
+    dense summary and are not available here.
+    """
+    from .. import _distributed
+    from ._numbers import sample_cap
+    from ._summary import gather
+
+    if encoder._strategy() in ("quantile", "mdl") or not (isinstance(encoder.discretizer, str)
+                                                         or encoder.discretizer is None):
+        raise NotImplementedError("distributed=True with sparse X takes discretizer='uniform' (or 'auto', or None): "
+                                  "equal-frequency and MDL bins need the rows' samples, not summarized for sparse "
+                                  "input yet")
+
+    def local() -> Summary:
+        ent = _entries(X, encoder.missing_values)
+        if y is not None and len(y) != ent.shape[0]:
+            raise ValueError(f"X has {ent.shape[0]} rows but y has {len(y)} labels")
+        if not ent.shape[1]:
+            raise ValueError("0 feature(s) while a minimum of 1 is required.")
+        ranges_only = ent.data.dtype.kind == "f" and _has_fraction(ent)
+        g = _groups(ent, exact=not ranges_only)
+        return _summary(encoder, ent, g, _stats(ent, g), y, prune=False)
+
+    mine = _distributed.agree(local)
+    _distributed.check_same("columns (number, dtype kind)", (mine.n_features, mine.array_kind))
+    summary = gather(mine, encoder._limit(), sample_cap(mine.n_features, get_config()["memory_budget"]))
+    if summary.n_rows == 0:
+        raise ValueError(f"X is empty on every rank (0 rows, {summary.n_features} columns)")
+    encoder.__dict__.pop("feature_names_in_", None)
+    encoder._from_summary(summary)
+    codes = _distributed.agree(lambda: transform_sparse(encoder, X))
+    return (codes.tocsc() if layout == "csc" else codes), encoder.cardinalities_.copy()
+
+
+def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any, prune: bool = True) -> Summary:
+    """The :class:`Summary` that summarizing ``X.toarray()`` makes, as far as the decision reads it.
+
+    ``prune=False``: the values of every column that may be categories by ``max_categories``
+    (not only by this part's row limit), for a summary combined with other parts' before the decision.
+    """
     M, N = ent.shape
     kind = ent.data.dtype.kind
     limit = encoder._limit()
@@ -272,7 +316,7 @@ def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any) ->
         return Summary(M, [_PLAIN] * N, values, nd, st.numbers, classes, None, "b" * N, "b", [False] * N)
     # only the columns that can be categories need their values (the decision reads no other)
     allowed = limit
-    if encoder.max_categories == "auto" and encoder.discretizer is not None:
+    if prune and encoder.max_categories == "auto" and encoder.discretizer is not None:
         n_classes = 1 if classes is None else max(1, int(classes.size))
         allowed = row_limit(M, n_classes, encoder.n_bins, limit, get_config()["min_cell_count"])
     integral = st.numbers.integral
@@ -331,10 +375,15 @@ def encode_sparse(encoder: Encoder, X: Any, y: Any = None, layout: str = "csr",
         ``y``, an empty X); ``missing_values`` that mark 0; a user discretizer object on a
         continuous column (it would be fitted on the dense columns).
     NotImplementedError
-        ``distributed=True``.
+        ``distributed=True`` with equal-frequency or MDL bins, or with ``return_zero``.
     """
     if getattr(encoder, "distributed", False):
-        raise NotImplementedError("encode_sparse fits on this process's rows only: distributed=True is not supported")
+        from .. import _distributed
+
+        if _distributed.active(True):
+            if return_zero:
+                raise NotImplementedError("return_zero is not available with distributed=True")
+            return _encode_ranks(encoder, X, y, layout)
     ent = _entries(X, encoder.missing_values)
     M, N = ent.shape
     if not N:

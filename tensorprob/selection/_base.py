@@ -521,11 +521,9 @@ class CodedSelector(_BaseSelector):
         """
         from ..encoding._sparse import encode_sparse
 
-        if self._dist_on:
-            raise NotImplementedError(f"{type(self).__name__}: distributed=True does not take sparse X yet; pass "
-                                      "each rank's rows as a dense array")
+        # distributed: one encoding from all ranks' summaries, each rank's rows coded and counted where they are
         self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
-                                missing_values=getattr(self, "missing_values", None))
+                                missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
         codes, cards = encode_sparse(self.encoder_, X, y_codes, layout="csc")  # the layout the counts read
         self.n_features_in_ = int(codes.shape[1])
         if hasattr(self, "feature_names_in_"):
@@ -590,7 +588,7 @@ class GreedySelector(CodedSelector):
         tdt = torch.from_numpy(np.zeros(0, codes.dtype)).dtype
         data = SelectionData(torch.empty((0, N), dtype=tdt, device=device), np.asarray(cards),
                              torch.empty(0, dtype=torch.int64, device=device), n_classes, dtype=dtype,
-                             log_base=self._log_base, stream=rows)
+                             log_base=self._log_base, stream=rows, distributed=self._dist_on)
         try:
             return greedy_forward(self._criterion(), data, N if k is None else k)
         finally:
