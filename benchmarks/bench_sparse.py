@@ -235,7 +235,7 @@ def main() -> None:
     minutes = (time.perf_counter() - t_start) / 60
     text = "\n".join([
         "# Selection on sparse corpora (issue 46)", "",
-        SCRIPT.header() + f"; {time.strftime('%Y-%m-%d')}; {minutes:.1f} min", "",
+        SCRIPT.header() + f"; {minutes:.1f} min", "",
         f"Zipf corpora of `make_sparse_corpus` ({args.nnz:g} tokens a row, 2 classes, 20 planted terms); "
         "`seconds`: one `fit` on the CSR matrix (encoding included), median of warm calls or one call; "
         "`peak_mb`: resident-set high-water mark during the call above the resident set before it; "

@@ -75,23 +75,48 @@ def mdl_cut_points(x: np.ndarray, y: np.ndarray, max_bins: int | None = None) ->
     ndarray
         Sorted cut points (midpoints between adjacent distinct values).
     """
-    order = np.argsort(x, kind="stable")
-    xs, ys = np.asarray(x, dtype=np.float64)[order], np.asarray(y)[order]
-    n_classes = int(ys.max()) + 1 if ys.size else 1
-    cum = np.zeros((xs.size + 1, n_classes), dtype=np.int64)
-    np.add.at(cum[1:], (np.arange(xs.size), ys), 1)
-    cum = np.cumsum(cum, axis=0)
-    boundary = np.flatnonzero(xs[1:] != xs[:-1]) + 1  # j: cut between xs[j-1] and xs[j]
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y).astype(np.int64, copy=False)
+    values, inverse = np.unique(xs, return_inverse=True)
+    counts = np.zeros((values.size, int(ys.max()) + 1 if ys.size else 1), dtype=np.int64)
+    np.add.at(counts, (inverse.reshape(-1), ys), 1)
+    return mdl_cut_points_of_counts(values, counts, max_bins)
+
+
+def mdl_cut_points_of_counts(values: np.ndarray, counts: np.ndarray, max_bins: int | None = None) -> np.ndarray:
+    """:func:`mdl_cut_points` of a column given as its sorted distinct values and their class counts.
+
+    The candidate cuts are the boundaries between distinct values, so the splits read only
+    the cumulative class counts there (what sparse columns give without their zeros written).
+
+    Parameters
+    ----------
+    values : ndarray of shape (D,)
+        Sorted distinct finite values.
+    counts : ndarray of shape (D, C), int
+        Rows of each value in each class.
+    max_bins : int or None
+        Largest number of intervals.
+
+    Returns
+    -------
+    ndarray
+        Sorted cut points (midpoints between adjacent distinct values).
+    """
+    D = values.size
+    cum = np.zeros((D + 1, counts.shape[1]), dtype=np.int64)
+    np.cumsum(counts, axis=0, out=cum[1:])
+    at = cum.sum(1)  # rows before each boundary
 
     def best_split(a: int, b: int) -> tuple[float, int] | None:
-        js = boundary[(boundary > a) & (boundary < b)]
-        if js.size == 0:
+        ks = np.arange(a + 1, b)
+        if ks.size == 0:
             return None
-        n = b - a
+        n = int(at[b] - at[a])
         total = cum[b] - cum[a]
-        left = cum[js] - cum[a]
+        left = cum[ks] - cum[a]
         right = total[None, :] - left
-        n1 = (js - a).astype(np.float64)
+        n1 = (at[ks] - at[a]).astype(np.float64)
         e1, e2 = _entropy_bits(left), _entropy_bits(right)
         weighted = (n1 * e1 + (n - n1) * e2) / n
         i = int(np.argmin(weighted))
@@ -100,18 +125,18 @@ def mdl_cut_points(x: np.ndarray, y: np.ndarray, max_bins: int | None = None) ->
         k, k1, k2 = int((total > 0).sum()), int((left[i] > 0).sum()), int((right[i] > 0).sum())
         delta = np.log2(3.0**k - 2.0) - (k * ent - k1 * float(e1[i]) - k2 * float(e2[i]))
         if gain > (np.log2(n - 1) + delta) / n:
-            return gain, int(js[i])
+            return gain, int(ks[i])
         return None
 
     cuts: list[float] = []
     heap: list[tuple[float, int, int, int]] = []
-    first = best_split(0, xs.size)
+    first = best_split(0, D)
     if first is not None:
-        heapq.heappush(heap, (-first[0], 0, xs.size, first[1]))
+        heapq.heappush(heap, (-first[0], 0, D, first[1]))
     limit = np.inf if max_bins is None else max_bins - 1
     while heap and len(cuts) < limit:
         _, a, b, j = heapq.heappop(heap)
-        cuts.append(0.5 * xs[j - 1] + 0.5 * xs[j])  # halves first: no overflow near the largest floats
+        cuts.append(0.5 * values[j - 1] + 0.5 * values[j])  # halves first: no overflow near the largest floats
         for lo, hi in ((a, j), (j, b)):
             s = best_split(lo, hi)
             if s is not None:

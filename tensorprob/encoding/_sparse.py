@@ -19,7 +19,6 @@ sort), in memory and time about linear in the number of stored entries.
 """
 from __future__ import annotations
 
-import heapq
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from .._config import get_config
 from ._codes import _compact_dtype
 from ._columns import _missing_keys, _user_missing
-from ._discretize import Discretizer, _entropy_bits, _power_of_two_above
+from ._discretize import Discretizer, _power_of_two_above, mdl_cut_points_of_counts
 from ._encode import Encoder
 from ._labels import union_classes
 from ._numbers import NumberSummary
@@ -643,46 +642,7 @@ def _mdl_weighted(u: np.ndarray, W: np.ndarray, max_bins: int | None) -> np.ndar
     if not keep.all():  # a stored zero next to the implicit ones: one value
         W = np.add.reduceat(W, np.flatnonzero(keep), axis=0)
         u = u[keep]
-    W = W[:, W.sum(0) > 0]  # the classes of these values only, in order (as the dense fit's codes)
-    cum = np.zeros((u.size + 1, W.shape[1]), dtype=np.int64)
-    np.cumsum(W, axis=0, out=cum[1:])
-    at = cum.sum(1)  # the position of each boundary in the sorted values
-    D = u.size
-
-    def best_split(a: int, b: int) -> tuple[float, int] | None:
-        ks = np.arange(a + 1, b)
-        if ks.size == 0:
-            return None
-        n = int(at[b] - at[a])
-        total = cum[b] - cum[a]
-        left = cum[ks] - cum[a]
-        right = total[None, :] - left
-        n1 = (at[ks] - at[a]).astype(np.float64)
-        e1, e2 = _entropy_bits(left), _entropy_bits(right)
-        weighted = (n1 * e1 + (n - n1) * e2) / n
-        i = int(np.argmin(weighted))
-        ent = float(_entropy_bits(total))
-        gain = ent - float(weighted[i])
-        k, k1, k2 = int((total > 0).sum()), int((left[i] > 0).sum()), int((right[i] > 0).sum())
-        delta = np.log2(3.0**k - 2.0) - (k * ent - k1 * float(e1[i]) - k2 * float(e2[i]))
-        if gain > (np.log2(n - 1) + delta) / n:
-            return gain, int(ks[i])
-        return None
-
-    cuts: list[float] = []
-    heap: list[tuple[float, int, int, int]] = []
-    first = best_split(0, D)
-    if first is not None:
-        heapq.heappush(heap, (-first[0], 0, D, first[1]))
-    limit = np.inf if max_bins is None else max_bins - 1
-    while heap and len(cuts) < limit:
-        _, a, b, j = heapq.heappop(heap)
-        cuts.append(0.5 * u[j - 1] + 0.5 * u[j])
-        for lo, hi in ((a, j), (j, b)):
-            s = best_split(lo, hi)
-            if s is not None:
-                heapq.heappush(heap, (-s[0], lo, hi, s[1]))
-    return np.sort(np.asarray(cuts, dtype=np.float64))
+    return mdl_cut_points_of_counts(u, W[:, W.sum(0) > 0], max_bins)
 
 
 def transform_sparse(encoder: Encoder, X: Any) -> Any:
