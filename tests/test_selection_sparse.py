@@ -274,3 +274,14 @@ def test_sparse_distributed_equals_one_process():
             for name, sel in ref.items():
                 assert got[name][0] == sel.selected_.tolist(), name
                 np.testing.assert_allclose(got[name][1], sel.scores_, rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+def test_sparse_row_chunks_refused_by_name():
+    """Streamed input reads dense rows: sparse chunks get a message that says what to do instead."""
+    X, y = _sparse_data(12, M=60)
+    S = sp.csr_matrix(X)
+    chunks = tp.datasets.RowChunks([(S[:30], y[:30]), (S[30:], y[30:])])
+    with pytest.raises(TypeError, match="chunk 0 is a sparse matrix"):
+        tp.JMI(k=2).fit(chunks)
+    with pytest.raises(TypeError, match="chunk 0 is a sparse matrix"):
+        tp.fit_cpd(chunks, rank=2)
