@@ -499,7 +499,7 @@ def _select_run(args: argparse.Namespace, cls: Any) -> int:
 
         if sp.issparse(X) and not getattr(cls, "_reads_sparse", False):
             raise CLIError(f"--method {args.method} does not accept sparse input ({args.data!r}); the count-based "
-                           "selectors (mim, mifs, mrmr, cife, jmi, cmim, jmim, disr, icap, mri, rmrmr) do")
+                           "selectors (mim, mifs, mrmr, cife, jmi, cmim, jmim, disr, icap, mri, rmrmr) and spec_cmi do")
         if y is None:
             raise CLIError("a label is needed: pass --target COLUMN for a CSV/Parquet file")
         _check_label(y, label)

@@ -445,7 +445,7 @@ class CodedSelector(_BaseSelector):
             if not self._reads_sparse:
                 raise TypeError(f"{name} does not accept sparse input: pass a dense array (X.toarray()); the "
                                 "count-based selectors (MIM, MIFS, MRMR, CIFE, JMI, CMIM, JMIM, DISR, ICAP, MRI, "
-                                "RMRMR) take scipy.sparse matrices as they are")
+                                "RMRMR) and SPEC_CMI take scipy.sparse matrices as they are")
             if X.ndim != 2:
                 raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {tuple(X.shape)}")
             if X.shape[1] == 0:
@@ -544,6 +544,19 @@ class CodedSelector(_BaseSelector):
         """Pick features from sparse codes (M, N) (code 0 implicit, -1 missing) with row weights ``w`` (or None)."""
         raise TypeError(f"{type(self).__name__} does not accept sparse input: pass a dense array (X.toarray())")
 
+    def _sparse_selection_data(self, codes: Any, cards: np.ndarray, y: np.ndarray, w: np.ndarray | None,
+                               n_classes: int, device: torch.device, dtype: torch.dtype) -> SelectionData:
+        """The run's data over sparse codes (CSC, code 0 implicit): a :class:`SelectionData` whose stream holds them."""
+        from ..counting._sparse import SparseRows
+        from ..counting._spill import default_block_rows
+
+        N = int(codes.shape[1])
+        rows = SparseRows(codes, y, w, default_block_rows(N))
+        tdt = torch.from_numpy(np.zeros(0, codes.dtype)).dtype
+        return SelectionData(torch.empty((0, N), dtype=tdt, device=device), np.asarray(cards),
+                             torch.empty(0, dtype=torch.int64, device=device), n_classes, dtype=dtype,
+                             log_base=self._log_base, stream=rows, distributed=self._dist_on)
+
     @abstractmethod
     def _select(self, codes: np.ndarray, cards: np.ndarray, y: np.ndarray, n_classes: int, k: int | None,
                 device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
@@ -579,20 +592,13 @@ class GreedySelector(CodedSelector):
             self.counting_plan_ = data.counting_plan
 
     def _select_sparse(self, codes, cards, y, w, n_classes, k, device, dtype):
-        from ..counting._sparse import SparseRows
-        from ..counting._spill import default_block_rows
         from ._greedy import greedy_forward
 
-        N = int(codes.shape[1])
-        rows = SparseRows(codes, y, w, default_block_rows(N))
-        tdt = torch.from_numpy(np.zeros(0, codes.dtype)).dtype
-        data = SelectionData(torch.empty((0, N), dtype=tdt, device=device), np.asarray(cards),
-                             torch.empty(0, dtype=torch.int64, device=device), n_classes, dtype=dtype,
-                             log_base=self._log_base, stream=rows, distributed=self._dist_on)
+        data = self._sparse_selection_data(codes, cards, y, w, n_classes, device, dtype)
         try:
-            return greedy_forward(self._criterion(), data, N if k is None else k)
+            return greedy_forward(self._criterion(), data, int(codes.shape[1]) if k is None else k)
         finally:
-            rows.close()
+            data.stream.close()
             self.counting_plan_ = data.counting_plan
 
     #: The criterion keeps per-sample state (PDA, VMI): a weighted selection then holds only the

@@ -64,8 +64,19 @@ class SPECCMI(CodedSelector):
 
     __init__ = _ClassicSelector.__init__  # the same parameters as the classic selectors
 
+    _reads_sparse = True  # its tables are the classic selectors' pair tables
+
     def _select(self, codes, cards, y, n_classes, k, device, dtype):
-        data = self._selection_data(codes, cards, y, n_classes, device, dtype)
+        return self._spectral(self._selection_data(codes, cards, y, n_classes, device, dtype), k, device, dtype)
+
+    def _select_sparse(self, codes, cards, y, w, n_classes, k, device, dtype):
+        data = self._sparse_selection_data(codes, cards, y, w, n_classes, device, dtype)
+        try:
+            return self._spectral(data, k, device, dtype)
+        finally:
+            data.stream.close()
+
+    def _spectral(self, data, k, device, dtype):
         N = data.n_features
         Q = torch.empty(N, N, dtype=dtype, device=device)
         for j in range(N):  # one table of all candidates against (x_j, class) per feature j
