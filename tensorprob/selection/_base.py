@@ -535,8 +535,10 @@ class CodedSelector(_BaseSelector):
         plan, runs = CountingPlan(), []
         for b in range(W.shape[1]):
             runs.append(self._select_sparse(codes, cards, y_codes, W[:, b], n_classes, k, device, dtype))
-            plan.merge(self.counting_plan_)
-        self.counting_plan_ = plan
+            if hasattr(self, "counting_plan_"):  # the selectors that record their counting
+                plan.merge(self.counting_plan_)
+        if hasattr(self, "counting_plan_"):
+            self.counting_plan_ = plan
         return self._stack([r[0] for r in runs], [r[1] for r in runs])
 
     def _select_sparse(self, codes: Any, cards: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_classes: int,
@@ -567,6 +569,7 @@ class CodedSelector(_BaseSelector):
         tags.input_tags.categorical = True  # strings, bools and categoricals are encoded, not rejected
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True  # NaN is a missing entry
+        tags.input_tags.sparse = self._reads_sparse  # scipy.sparse counted from its stored entries
         return tags
 
 
