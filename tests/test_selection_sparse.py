@@ -276,12 +276,27 @@ def test_sparse_distributed_equals_one_process():
                 np.testing.assert_allclose(got[name][1], sel.scores_, rtol=1e-12, atol=1e-14, err_msg=name)
 
 
-def test_sparse_row_chunks_refused_by_name():
-    """Streamed input reads dense rows: sparse chunks get a message that says what to do instead."""
-    X, y = _sparse_data(12, M=60)
-    S = sp.csr_matrix(X)
-    chunks = tp.datasets.RowChunks([(S[:30], y[:30]), (S[30:], y[30:])])
+def test_sparse_row_chunks():
+    """Sparse row chunks: one encoding of all of them, the selection of the stacked matrix; the CPD refuses them by name."""
+    X, y = _sparse_data(12, M=90)
+    rng = np.random.default_rng(3)
+    Xf = np.where(X > 0, X * rng.uniform(0.5, 1.5, X.shape), 0.0)
+    w = rng.uniform(0.2, 2.0, X.shape[0])
+    for data in (X, Xf):
+        S = sp.csr_matrix(data)
+        chunks = tp.datasets.RowChunks([(S[:30], y[:30], w[:30]), (S[30:55], y[30:55], w[30:55]),
+                                        (S[55:], y[55:], w[55:])])
+        for sel in (tp.JMI(k=4), tp.CMIM(k=4, lazy=True)):
+            got = sel.fit(chunks)
+            ref = type(sel)(**sel.get_params()).fit(data, y, sample_weight=w)
+            np.testing.assert_array_equal(got.selected_, ref.selected_)
+            np.testing.assert_allclose(got.scores_, ref.scores_, rtol=1e-9, atol=1e-12)
+            assert got.encoder_.cardinalities_.tolist() == ref.encoder_.cardinalities_.tolist()
+        assert chunks.n_rows_ == X.shape[0]
+    mixed = tp.datasets.RowChunks([(sp.csr_matrix(X[:30]), y[:30]), (X[30:], y[30:])])
+    with pytest.raises(TypeError, match="chunk 1 is dense while chunk 0 is sparse"):
+        tp.JMI(k=2).fit(mixed)
+    with pytest.raises(NotImplementedError, match="equal-frequency and MDL"):
+        tp.JMI(k=2, discretizer="quantile").fit(tp.datasets.RowChunks([(sp.csr_matrix(Xf), y)]))
     with pytest.raises(TypeError, match="chunk 0 is a sparse matrix"):
-        tp.JMI(k=2).fit(chunks)
-    with pytest.raises(TypeError, match="chunk 0 is a sparse matrix"):
-        tp.fit_cpd(chunks, rank=2)
+        tp.fit_cpd(tp.datasets.RowChunks([(sp.csr_matrix(X), y)]), rank=2)

@@ -154,9 +154,8 @@ class _Pass1:
 
     def add(self, i: int, X: Any, y: Any, w: Any) -> None:
         if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse (without importing SciPy for dense chunks)
-            raise TypeError(f"chunk {i} is a sparse matrix: row chunks are read as dense rows; pass the whole sparse "
-                            "matrix in memory instead (the count-based selectors and fit_cpd count from its stored "
-                            "entries)")
+            raise TypeError(f"chunk {i} is a sparse matrix: the CPD fits read row chunks as dense rows; pass the "
+                            "whole sparse matrix in memory instead (fit_cpd counts from its stored entries)")
         X = _host(X)
         self.seen.append(_digest(X, y, w))
         X = _declared(X, self.cardinalities)

@@ -296,6 +296,52 @@ def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, n
     return (codes.tocsc() if layout == "csc" else codes), encoder.cardinalities_.copy()
 
 
+def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None = None) -> list[Any]:
+    """Fit ``encoder`` on the rows of several sparse matrices (row chunks) taken together; their codes, in order.
+
+    Each part is summarized as :func:`summarize` summarizes dense rows; the summaries are
+    combined (as the ranks' are) and the decision is taken on the whole, then each part is
+    coded (:func:`transform_sparse`). ``parts`` is read twice (a callable returning a fresh
+    iterable of the matrices). Equal-frequency and MDL bins need the rows' samples and are not
+    available here.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The encoder to fit.
+    parts : callable
+        ``parts()`` gives the sparse matrices (the same columns), each time the same.
+    classes : ndarray, optional
+        The classes of all the parts' labels (for the ``"auto"`` row limit).
+
+    Returns
+    -------
+    list of scipy.sparse.csr_matrix
+        The codes of every part (code 0 for the value 0, as :func:`encode_sparse`).
+    """
+    from ._numbers import sample_cap
+
+    if encoder._strategy() in ("quantile", "mdl") or not (isinstance(encoder.discretizer, str)
+                                                         or encoder.discretizer is None):
+        raise NotImplementedError("sparse row chunks take discretizer='uniform' (or 'auto', or None): equal-frequency "
+                                  "and MDL bins need the rows' samples, not summarized for sparse input yet")
+    summary = None
+    for X in parts():
+        ent = _entries(X, encoder.missing_values)
+        g = _groups(ent, exact=not (ent.data.dtype.kind == "f" and _has_fraction(ent)))
+        part = _summary(encoder, ent, g, _stats(ent, g), None, prune=False)
+        if summary is not None and part.n_features != summary.n_features:
+            raise ValueError(f"a sparse chunk has {part.n_features} columns, the first had {summary.n_features}")
+        summary = part if summary is None else summary.combine(part, encoder._limit(),
+                                                              sample_cap(part.n_features, get_config()["memory_budget"]))
+    if summary is None or summary.n_rows == 0:
+        raise ValueError("the sparse chunks hold no rows")
+    summary.classes = classes
+    encoder.__dict__.pop("feature_names_in_", None)
+    encoder._from_summary(summary)
+    return [transform_sparse(encoder, X) for X in parts()]
+
+
 def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any, prune: bool = True) -> Summary:
     """The :class:`Summary` that summarizing ``X.toarray()`` makes, as far as the decision reads it.
 

@@ -609,6 +609,56 @@ class GreedySelector(CodedSelector):
     #: its work per step is that of its rows and its sample means never read a row left out.
     _compact_rows: ClassVar[bool] = False
 
+    def _fit_stream_sparse(self, chunks: Any) -> tuple[list[int], list[float]]:
+        """Select from row chunks that are sparse matrices: one encoding of all of them, their codes kept sparse.
+
+        Pass 1 summarizes every chunk and the labels, pass 2 codes each chunk
+        (:func:`~tensorprob.encoding._sparse.encode_sparse_parts`); the codes (compact, the
+        stored entries only) are stacked in memory and counted as a sparse matrix in memory is.
+        """
+        import scipy.sparse as sp
+
+        from ..encoding._labels import check_classification_target
+        from ..encoding._sparse import encode_sparse_parts
+
+        if self._dist_on:
+            raise NotImplementedError(f"{type(self).__name__}: sparse row chunks with distributed=True are not "
+                                      "supported; pass each rank's rows as one sparse matrix")
+        labels, weights = [], []
+        for i, (X, y, w) in enumerate(chunks):
+            if not sp.issparse(X):
+                raise TypeError(f"chunk {i} is dense while chunk 0 is sparse: the chunks must all be sparse or all "
+                                "dense")
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires labels: give each chunk as (X, y) or "
+                                 "(X, y, sample_weight)")
+            if len(y) != X.shape[0]:
+                raise ValueError(f"chunk {i}: {X.shape[0]} rows but {len(y)} labels")
+            labels.append(np.asarray(y))
+            weights.append(w)
+        if any(w is not None for w in weights) and any(w is None for w in weights):
+            raise ValueError("some chunks carry sample_weight and others do not")
+        y_codes, classes = check_classification_target(np.concatenate(labels))
+        if classes.size < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}): feature selection needs at least two")
+        self.classes_ = classes
+        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
+                                missing_values=getattr(self, "missing_values", None))
+        parts = encode_sparse_parts(self.encoder_, lambda: (X for X, _, _ in chunks), classes)
+        codes = sp.vstack(parts, format="csc")
+        self.n_features_in_ = int(codes.shape[1])
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        W = None
+        if weights[0] is not None:
+            W = self._check_weights(np.concatenate([np.asarray(w, dtype=np.float64) for w in weights]), None,
+                                    codes.shape[0])[:, 0]
+        chunks.n_rows_ = int(codes.shape[0])
+        k = self._resolve_k(self.n_features_in_)
+        device, dtype = self._device_dtype()
+        return self._select_sparse(codes, self.encoder_.cardinalities_, y_codes, W, int(classes.size), k, device,
+                                   dtype)
+
     def _fit_stream(self, chunks: Any) -> tuple[list[int], list[float]]:
         """Select from row chunks, in two passes and then counts over blocks of spilled rows.
 
@@ -623,11 +673,17 @@ class GreedySelector(CodedSelector):
         chunk (pass 2) or one block (the counts), never all the rows. The codes, classes and
         counts are those of the fit on the concatenated rows.
         """
+        import scipy.sparse as sp
+
         from .._distributed import agree, all_reduce_sum
         from .._io import learn_encoding
         from ..counting._spill import SpilledRows, default_block_rows
         from ..encoding._codes import _compact_dtype
         from ._greedy import greedy_forward
+
+        first = next(iter(chunks), None)
+        if first is not None and sp.issparse(first[0]):  # sparse chunks: their codes stay sparse, in memory
+            return self._fit_stream_sparse(chunks)
 
         name = type(self).__name__
         enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
