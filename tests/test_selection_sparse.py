@@ -294,8 +294,10 @@ def test_sparse_row_chunks():
             assert got.encoder_.cardinalities_.tolist() == ref.encoder_.cardinalities_.tolist()
         assert chunks.n_rows_ == X.shape[0]
     mixed = tp.datasets.RowChunks([(sp.csr_matrix(X[:30]), y[:30]), (X[30:], y[30:])])
-    with pytest.raises(TypeError, match="chunk 1 is dense while chunk 0 is sparse"):
+    with pytest.raises(TypeError, match="chunk 1 is dense while another chunk is sparse"):
         tp.JMI(k=2).fit(mixed)
+    with pytest.raises(TypeError, match="chunk 0 is dense while another chunk is sparse"):
+        tp.JMI(k=2).fit(tp.datasets.RowChunks([(X[:30], y[:30]), (sp.csr_matrix(X[30:]), y[30:])]))
     with pytest.raises(NotImplementedError, match="equal-frequency and MDL"):
         tp.JMI(k=2, discretizer="quantile").fit(tp.datasets.RowChunks([(sp.csr_matrix(Xf), y)]))
     with pytest.raises(TypeError, match="chunk 0 is a sparse matrix"):

@@ -139,6 +139,10 @@ def _changed(what: str) -> ValueError:
                       "the same chunks each time (a callable that returns a fresh iterator over the same data)")
 
 
+class SparseChunkError(TypeError):
+    """A row chunk is a sparse matrix where chunks are read as dense rows (the count-based selectors catch it)."""
+
+
 class _Pass1:
     """What pass 1 learns from the chunks of this process."""
 
@@ -154,8 +158,9 @@ class _Pass1:
 
     def add(self, i: int, X: Any, y: Any, w: Any) -> None:
         if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse (without importing SciPy for dense chunks)
-            raise TypeError(f"chunk {i} is a sparse matrix: the CPD fits read row chunks as dense rows; pass the "
-                            "whole sparse matrix in memory instead (fit_cpd counts from its stored entries)")
+            raise SparseChunkError(f"chunk {i} is a sparse matrix, read here as dense rows: pass the whole sparse "
+                                   "matrix in memory instead (the count-based selectors, in one process, also take "
+                                   "sparse row chunks)")
         X = _host(X)
         self.seen.append(_digest(X, y, w))
         X = _declared(X, self.cardinalities)

@@ -627,8 +627,8 @@ class GreedySelector(CodedSelector):
         labels, weights = [], []
         for i, (X, y, w) in enumerate(chunks):
             if not sp.issparse(X):
-                raise TypeError(f"chunk {i} is dense while chunk 0 is sparse: the chunks must all be sparse or all "
-                                "dense")
+                raise TypeError(f"chunk {i} is dense while another chunk is sparse: the chunks must all be sparse "
+                                "or all dense")
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires labels: give each chunk as (X, y) or "
                                  "(X, y, sample_weight)")
@@ -673,21 +673,20 @@ class GreedySelector(CodedSelector):
         chunk (pass 2) or one block (the counts), never all the rows. The codes, classes and
         counts are those of the fit on the concatenated rows.
         """
-        import scipy.sparse as sp
-
         from .._distributed import agree, all_reduce_sum
         from .._io import learn_encoding
+        from .._io._passes import SparseChunkError
         from ..counting._spill import SpilledRows, default_block_rows
         from ..encoding._codes import _compact_dtype
         from ._greedy import greedy_forward
 
-        first = next(iter(chunks), None)
-        if first is not None and sp.issparse(first[0]):  # sparse chunks: their codes stay sparse, in memory
-            return self._fit_stream_sparse(chunks)
 
         name = type(self).__name__
-        enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
-                             missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
+        try:
+            enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
+                                 missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
+        except SparseChunkError:  # the first chunk is sparse: the chunks' codes stay sparse, in memory
+            return self._fit_stream_sparse(chunks)
         if enc.classes is None:
             raise ValueError(f"{name} requires labels: give each chunk as (X, y) or (X, y, sample_weight), or read "
                              "Parquet files with RowChunks.from_parquet(path, target=...)")
