@@ -194,12 +194,29 @@ class SelectionData:
         return self.stream if isinstance(self.stream, SparseRows) else None
 
     def labels(self) -> np.ndarray:
-        """The class codes of this process's rows in memory, int64 NumPy (M,) (of sparse codes too)."""
+        """The class codes of this process's rows in memory (of sparse codes too).
+
+        Returns
+        -------
+        ndarray of shape (M,), int64
+            The class code of every row.
+        """
         sparse = self.sparse
         return sparse.y if sparse is not None else self.y.cpu().numpy().astype(np.int64, copy=False)
 
     def column_codes(self, j: int) -> np.ndarray:
-        """The codes of feature ``j`` for every row in memory, NumPy (M,) (-1 missing; of sparse codes too)."""
+        """The codes of one feature for every row in memory (of sparse codes too).
+
+        Parameters
+        ----------
+        j : int
+            The feature.
+
+        Returns
+        -------
+        ndarray of shape (M,)
+            Its codes (-1 missing).
+        """
         sparse = self.sparse
         return sparse.column(j) if sparse is not None else self.codes[:, j].cpu().numpy()
 
@@ -781,7 +798,13 @@ class SelectionData:
         return self._pick_rows[:self._n_picks], slot[sel]
 
     def picked(self) -> np.ndarray:
-        """The features whose rows :meth:`pick_keys` holds, in their order there."""
+        """The features whose rows :meth:`pick_keys` holds.
+
+        Returns
+        -------
+        ndarray of int64
+            The features, in the order of their rows there.
+        """
         if self._pick_slot is None:
             return np.zeros(0, dtype=np.int64)
         on = np.flatnonzero(self._pick_slot >= 0)
