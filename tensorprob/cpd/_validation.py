@@ -149,13 +149,8 @@ def _prepare_sparse(X: Any, y: Any, cardinalities: Any, discretizer: Any, n_bins
     ycodes, classes = check_classification_target(y)
     if ycodes.shape[0] != M:
         raise ValueError(f"X has {M} rows but y has {ycodes.shape[0]} labels")
-    if classes.size < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); a label needs at least two classes")
-    if classes.size > limit:
-        raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
-    cards = np.concatenate([cards, [classes.size]]).astype(np.int64)
-    dt = _compact_dtype(cards)
-    rows = _with_sparse_label(rows, ycodes, dt)
+    cards = _label_cards(cards, classes, limit, "")
+    rows = _with_sparse_label(rows, ycodes, _compact_dtype(cards))
     return PreparedData(rows, cards, [str(n) for n in names] + ["y"], N, classes, encoder)
 
 
@@ -240,14 +235,19 @@ def _with_label(codes: np.ndarray, cards: np.ndarray, names: list, encoder: Any,
         if ycodes.shape[0] != codes.shape[0]:
             raise ValueError(f"X has {codes.shape[0]} rows but y has {ycodes.shape[0]} labels")
         where = ""
+    cards = _label_cards(cards, classes, limit, where)
+    dt = _compact_dtype(cards)
+    codes = np.concatenate([np.asarray(codes).astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
+    return PreparedData(codes, cards, [str(n) for n in names] + ["y"], codes.shape[1] - 1, classes, encoder)
+
+
+def _label_cards(cards: np.ndarray, classes: np.ndarray, limit: int, where: str) -> np.ndarray:
+    """The cardinalities with the label's appended, its classes checked (``where``: " over all ranks" or "")."""
     if classes.size < 2:
         raise ValueError(f"y has a single class ({classes[0]!r}){where}; a label needs at least two classes")
     if classes.size > limit:
         raise ValueError(f"y has {classes.size} classes, above max_categories={limit}")
-    cards = np.concatenate([cards, [classes.size]]).astype(np.int64)
-    dt = _compact_dtype(cards)
-    codes = np.concatenate([np.asarray(codes).astype(dt, copy=False), ycodes.astype(dt)[:, None]], axis=1)
-    return PreparedData(codes, cards, [str(n) for n in names] + ["y"], codes.shape[1] - 1, classes, encoder)
+    return np.concatenate([cards, [classes.size]]).astype(np.int64)
 
 
 def _weight_scale(npos: np.ndarray, total: np.ndarray, distributed: bool = False) -> np.ndarray:
