@@ -20,7 +20,6 @@ tables would have more cells than entries.
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -93,6 +92,21 @@ class OffBaseline:
         self.owned = np.repeat(np.arange(N, dtype=np.int64) * card, per) + self.values
 
 
+def entry_blocks(starts: np.ndarray, per: int) -> list[tuple[int, int]]:
+    """Ranges of whole owners (features) of about ``per`` entries each; an owner with more is a block alone.
+
+    ``starts`` (n + 1,) are where each owner's entries start (cumulative counts, the last the total).
+    """
+    n = starts.size - 1
+    out, a = [], 0
+    while a < n:
+        b = int(np.searchsorted(starts, int(starts[a]) + per, side="right")) - 1
+        b = min(n, max(b, a + 1))
+        out.append((a, b))
+        a = b
+    return out
+
+
 def _runs_by_owner(keys: np.ndarray, span: int, n: int, L: np.ndarray) -> np.ndarray:
     """``sum over runs of L[length]`` of the sorted 1-D ``keys``, per owner ``key // span`` (n owners)."""
     if keys.size == 0:
@@ -160,14 +174,9 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
     out_margin = np.zeros(n) if margin and C > 1 else None
     GA = G // C
     counts_per = off.starts[feats + 1] - off.starts[feats]
-    # blocks of candidates of about _BLOCK_ENTRIES entries (a candidate with more is a block alone)
     csum = np.concatenate([[0], np.cumsum(counts_per)])
-    cuts = [0]
-    while cuts[-1] < n:
-        nxt = int(np.searchsorted(csum, csum[cuts[-1]] + _BLOCK_ENTRIES, side="right")) - 1
-        cuts.append(min(n, max(nxt, cuts[-1] + 1)))
     whole = cols is None  # every feature: each block's entries are one slice
-    for pos, end in itertools.pairwise(cuts):
+    for pos, end in entry_blocks(csum, _BLOCK_ENTRIES):
         nb = end - pos
         total = int(csum[end] - csum[pos])
         if whole:

@@ -230,7 +230,14 @@ class Incidence:
         pos = torch.arange(D, device=self.device) - self.offsets[var]
         table = torch.full((N_, width), -1, dtype=torch.int64, device=self.device)
         table[var, pos] = counts
-        self.base = table.argmax(1)  # (N,): first maximum = lowest code among ties
+        self._use_baseline(cards, table.argmax(1))  # (N,): first maximum = lowest code among ties
+
+    def _use_baseline(self, cards: torch.Tensor, base: torch.Tensor) -> None:
+        """Store S relative to the code ``base`` (N,) of each variable: the extended layout of :meth:`matmul`."""
+        N_, D = cards.numel(), self.n_cols
+        var = torch.repeat_interleave(torch.arange(N_, device=self.device), cards)
+        pos = torch.arange(D, device=self.device) - self.offsets[var]
+        self.base = base
         # the extended layout: variable n's columns offsets_n + n + (0 .. card_n - 1), then its missing column
         self.ext_offsets = self.offsets + torch.arange(N_, device=self.device)
         self.ext_cols = D + N_

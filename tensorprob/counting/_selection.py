@@ -885,7 +885,7 @@ class SelectionData:
         names = _entropies_of(req.needed)
         if self.weighted:  # float sums of weights (sparse codes): n = the total weight
             W = float(self.total_weight)
-            top, t = (W * math.log(W) if W > 0 else 0.0), max(W, 1e-300)
+            top, t = (W * math.log(W), W) if W > 0 else (0.0, 1.0)  # no weight: every sum and entropy is 0
         else:
             M = self.n_total
             L = _xlogx(M, torch.device("cpu")).numpy()

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from . import _costs
+from ._baseline import entry_blocks
 from ._planner import Request, Strategy, register
 
 
@@ -51,7 +52,7 @@ def sparse_class_table(codes: Any, card: int, y: np.ndarray, n_classes: int,
     T = np.zeros((N, I, C), dtype=np.int64 if w is None else np.float64)
     missing = np.zeros((N, C), dtype=T.dtype)
     # blocks of whole columns of about _BLOCK_ENTRIES entries: the int64 keys of one block at a time
-    for c0, c1 in _column_blocks(ptr, _BLOCK_ENTRIES):
+    for c0, c1 in entry_blocks(ptr, _BLOCK_ENTRIES):
         s, e = int(ptr[c0]), int(ptr[c1])
         col = np.repeat(np.arange(c1 - c0, dtype=np.int64), np.diff(ptr[c0:c1 + 1]))
         v = vals[s:e].astype(np.int64)
@@ -73,18 +74,6 @@ def sparse_class_table(codes: Any, card: int, y: np.ndarray, n_classes: int,
 
 #: Stored entries per block of columns of :func:`sparse_class_table` (its int64 keys stay small).
 _BLOCK_ENTRIES = 1 << 22
-
-
-def _column_blocks(ptr: np.ndarray, per: int) -> list[tuple[int, int]]:
-    """Ranges of whole columns holding about ``per`` entries each (a longer column is a block alone)."""
-    N = ptr.size - 1
-    out, c0 = [], 0
-    while c0 < N:
-        c1 = int(np.searchsorted(ptr, int(ptr[c0]) + per, side="right")) - 1
-        c1 = min(N, max(c1, c0 + 1))
-        out.append((c0, c1))
-        c0 = c1
-    return out or [(0, 0)]
 
 
 class SparseRows:

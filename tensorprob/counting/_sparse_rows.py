@@ -200,16 +200,8 @@ class SparseIncidence(Incidence):
         self.n_cols = int(cards.sum())
         self.dtype, self.dtype_t = dtype, dtype_t or dtype
         self.kernel, self._scatter = False, None
-        M, N = rows.shape
-        self.base = torch.from_numpy(rows.base.copy())
-        self.ext_offsets = self.offsets + torch.arange(N)
-        self.ext_cols = self.n_cols + N
-        self._var = torch.repeat_interleave(torch.arange(N), cards)
-        pos = torch.arange(self.n_cols) - self.offsets[self._var]
-        self._reg_pos = self.ext_offsets[self._var] + pos
-        self._miss_pos = self.ext_offsets + cards
-        self._base_cols = self.offsets + self.base
-        self._cards = cards
+        M = rows.shape[0]
+        self._use_baseline(cards, torch.from_numpy(rows.base.copy()))
         self.itype = torch.int32 if max(rows.nnz, self.ext_cols, M) < 2**31 else torch.int64
         isz = torch.tensor([], dtype=self.itype).element_size()
         self._entry_bytes = 2 * isz

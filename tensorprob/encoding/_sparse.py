@@ -256,6 +256,21 @@ def _categories(g: _Groups, st: _Stats, cols: np.ndarray) -> list:
     return out
 
 
+def _check_summarized(encoder: Encoder, what: str) -> None:
+    """Refuse the discretizers a combined summary of sparse parts cannot fit (they need the rows' samples)."""
+    if encoder._strategy() in ("quantile", "mdl") or not (isinstance(encoder.discretizer, str)
+                                                         or encoder.discretizer is None):
+        raise NotImplementedError(f"{what}: discretizer='uniform' (or 'auto', or None) only; equal-frequency and MDL "
+                                  "bins need the rows' samples, not summarized for sparse input yet")
+
+
+def _part_summary(encoder: Encoder, X: Any, y: Any) -> Summary:
+    """The summary of one part of the rows (a rank's, a chunk's), to be combined with the others' before the decision."""
+    ent = _entries(X, encoder.missing_values)
+    g = _groups(ent, exact=not (ent.data.dtype.kind == "f" and _has_fraction(ent)))
+    return _summary(encoder, ent, g, _stats(ent, g), y, prune=False)
+
+
 def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, np.ndarray]:
     """:func:`encode_sparse` of this rank's rows of data spread over the ranks: one decision from all ranks' summaries.
 
@@ -269,21 +284,14 @@ def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, n
     from ._numbers import sample_cap
     from ._summary import gather
 
-    if encoder._strategy() in ("quantile", "mdl") or not (isinstance(encoder.discretizer, str)
-                                                         or encoder.discretizer is None):
-        raise NotImplementedError("distributed=True with sparse X takes discretizer='uniform' (or 'auto', or None): "
-                                  "equal-frequency and MDL bins need the rows' samples, not summarized for sparse "
-                                  "input yet")
+    _check_summarized(encoder, "distributed=True with sparse X")
 
     def local() -> Summary:
-        ent = _entries(X, encoder.missing_values)
-        if y is not None and len(y) != ent.shape[0]:
-            raise ValueError(f"X has {ent.shape[0]} rows but y has {len(y)} labels")
-        if not ent.shape[1]:
+        if y is not None and len(y) != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels")
+        if not X.shape[1]:
             raise ValueError("0 feature(s) while a minimum of 1 is required.")
-        ranges_only = ent.data.dtype.kind == "f" and _has_fraction(ent)
-        g = _groups(ent, exact=not ranges_only)
-        return _summary(encoder, ent, g, _stats(ent, g), y, prune=False)
+        return _part_summary(encoder, X, y)
 
     mine = _distributed.agree(local)
     _distributed.check_same("columns (number, dtype kind)", (mine.n_features, mine.array_kind))
@@ -321,15 +329,10 @@ def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None
     """
     from ._numbers import sample_cap
 
-    if encoder._strategy() in ("quantile", "mdl") or not (isinstance(encoder.discretizer, str)
-                                                         or encoder.discretizer is None):
-        raise NotImplementedError("sparse row chunks take discretizer='uniform' (or 'auto', or None): equal-frequency "
-                                  "and MDL bins need the rows' samples, not summarized for sparse input yet")
+    _check_summarized(encoder, "sparse row chunks")
     summary = None
     for X in parts():
-        ent = _entries(X, encoder.missing_values)
-        g = _groups(ent, exact=not (ent.data.dtype.kind == "f" and _has_fraction(ent)))
-        part = _summary(encoder, ent, g, _stats(ent, g), None, prune=False)
+        part = _part_summary(encoder, X, None)
         if summary is not None and part.n_features != summary.n_features:
             raise ValueError(f"a sparse chunk has {part.n_features} columns, the first had {summary.n_features}")
         summary = part if summary is None else summary.combine(part, encoder._limit(),

@@ -464,6 +464,11 @@ class CodedSelector(_BaseSelector):
             raise ValueError("Complex data not supported")
         return X
 
+    def _new_encoder(self) -> Encoder:
+        """The encoder of a fit: the selector's discretizer, the rows' limit on categories, all ranks' rows."""
+        return Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
+                       missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
+
     @property
     def _log_base(self) -> float:
         """Divisor of the information quantities: 1 (nats) or log 2 (bits), from ``base``."""
@@ -492,8 +497,7 @@ class CodedSelector(_BaseSelector):
             return self._fit_sparse(X, y_codes, k, W)
         # distributed: categories and bin edges from all ranks' rows, so every rank codes alike;
         # integral numeric columns keep their values only while the rows suffice (max_categories="auto")
-        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
-                                missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
+        self.encoder_ = self._new_encoder()
         # not fit_transform: its scikit-learn wrappers (output container, a nested validation of
         # parameters that are the selector's, validated already) are a visible share of a small fit
         codes = self.encoder_._fit(X, y_codes, None, checked=isinstance(X, Encoded))  # _validate_xy checked it
@@ -522,8 +526,7 @@ class CodedSelector(_BaseSelector):
         from ..encoding._sparse import encode_sparse
 
         # distributed: one encoding from all ranks' summaries, each rank's rows coded and counted where they are
-        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
-                                missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
+        self.encoder_ = self._new_encoder()
         codes, cards = encode_sparse(self.encoder_, X, y_codes, layout="csc")  # the layout the counts read
         self.n_features_in_ = int(codes.shape[1])
         if hasattr(self, "feature_names_in_"):
@@ -642,8 +645,7 @@ class GreedySelector(CodedSelector):
         if classes.size < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}): feature selection needs at least two")
         self.classes_ = classes
-        self.encoder_ = Encoder(discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
-                                missing_values=getattr(self, "missing_values", None))
+        self.encoder_ = self._new_encoder()  # one process (refused above otherwise)
         parts = encode_sparse_parts(self.encoder_, lambda: (X for X, _, _ in chunks), classes)
         codes = sp.vstack(parts, format="csc")
         self.n_features_in_ = int(codes.shape[1])
