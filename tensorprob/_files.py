@@ -63,9 +63,17 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
     target = _target(path)
     folder, name = os.path.split(os.path.abspath(target))
     tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as with open()
+    fd = -1
+    # the temporary file is made inside the try: an interrupt right after it exists still removes it
     try:
-        with os.fdopen(fd, mode, **open_kwargs) as fh:
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as with open()
+        except FileExistsError:
+            tmp = ""  # another writer's file: not ours to remove
+            raise
+        fh = os.fdopen(fd, mode, **open_kwargs)
+        fd = -1  # the file object owns the descriptor now
+        with fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -73,8 +81,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
             os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))  # a replaced file keeps its permissions
         os.replace(tmp, target)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
     _sync_folder(folder)
 

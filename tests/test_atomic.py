@@ -129,3 +129,15 @@ def test_benchmark_csv_and_report_writes_are_atomic(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         common.write_csv(str(path), [{"a": 2}, {"a": Boom()}])
     assert path.read_text() == before and sorted(os.listdir(tmp_path)) == ["r.csv"]
+
+
+def test_failed_open_leaves_no_temporary_file(tmp_path):
+    # the file object cannot be made (an unknown argument): the temporary file and its descriptor go
+    path = tmp_path / "out.txt"
+    n_fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with pytest.raises(TypeError):
+        with atomic_write(path, "w", no_such_argument=1):
+            pass
+    assert os.listdir(tmp_path) == []
+    if n_fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == n_fds
