@@ -64,7 +64,8 @@ X : array-like, tensor, DataFrame, RowChunks, callable or path
     model as its dense copy, on the CPU; see the user guide, "Sparse data"). Data larger than
     memory: a :class:`tensorprob.datasets.RowChunks`, a callable returning a fresh iterator of
     chunks, or the path of a Parquet file or directory, read in two passes (labels and weights
-    then come with the chunks); see the user guide, "Data larger than memory".""",
+    then come with the chunks); see the user guide, "Data larger than memory". Chunks that are
+    sparse matrices are coded and stacked as one sparse X.""",
     "y_labels": """\
 y : array-like of shape (n_samples,)
     Class labels (any hashable values; missing labels are an error).""",

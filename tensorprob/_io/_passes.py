@@ -139,8 +139,75 @@ def _changed(what: str) -> ValueError:
                       "the same chunks each time (a callable that returns a fresh iterator over the same data)")
 
 
+def _is_sparse(X: Any) -> bool:
+    return hasattr(X, "tocsr") and hasattr(X, "nnz")  # scipy.sparse, without importing SciPy for dense chunks
+
+
 class SparseChunkError(TypeError):
-    """A row chunk is a sparse matrix where chunks are read as dense rows (the count-based selectors catch it)."""
+    """Pass 1 found sparse matrices as row chunks: the caller reads them by its sparse path (raised on every rank)."""
+
+
+def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
+                       distributed: bool = False) -> tuple[int, int, np.ndarray | None, np.ndarray | None]:
+    """One pass over row chunks that are sparse matrices: their rows, columns, labels and weights, checked.
+
+    Returns the number of rows (of this process's chunks), of columns, the labels of all the
+    chunks concatenated (None when the chunks carry none) and their weights (None when they
+    carry none; an (n_rows,) or (n_rows, K) array as the chunks give them). With
+    ``distributed`` an error on one rank raises on all, and every rank must agree on the
+    columns and on giving labels and weights (a rank may hold no chunk).
+
+    Raises
+    ------
+    TypeError
+        A dense chunk among sparse ones.
+    ValueError
+        Chunks with other numbers of columns, labels of another length, labels or weights on
+        some chunks only, or no labels where ``labels_required``.
+    """
+    def local() -> tuple:
+        n_rows, n_cols, labels, weights = 0, None, [], []
+        for i, (X, y, w) in enumerate(chunks):
+            if not _is_sparse(X):
+                raise TypeError(f"chunk {i} is dense while another chunk is sparse: the chunks must all be sparse "
+                                "or all dense")
+            if n_cols is not None and X.shape[1] != n_cols:
+                raise ValueError(f"chunk {i} has {X.shape[1]} columns, chunk 0 has {n_cols}")
+            n_cols = X.shape[1]
+            if y is None and labels_required:
+                raise ValueError(f"{what} requires labels: give each chunk as (X, y) or (X, y, sample_weight)")
+            if y is not None and len(y) != X.shape[0]:
+                raise ValueError(f"chunk {i}: {X.shape[0]} rows but {len(y)} labels")
+            labels.append(y)
+            weights.append(w)
+            n_rows += int(X.shape[0])
+        for name, got in (("labels", labels), ("sample_weight", weights)):
+            if any(v is not None for v in got) and any(v is None for v in got):
+                raise ValueError(f"some chunks carry {name} and others do not")
+        y_all = None if not labels or labels[0] is None else np.concatenate([np.asarray(v) for v in labels])
+        w_all = None if not weights or weights[0] is None else np.concatenate(
+            [np.asarray(v, dtype=np.float64) for v in weights])
+        if n_cols is None and not distributed:
+            raise ValueError("the streamed data holds no chunks")
+        return n_rows, n_cols, y_all, w_all
+
+    if not distributed:
+        return local()
+    n_rows, n_cols, y_all, w_all = _distributed.agree(local)
+    # a rank without chunks gives none of them: it follows the others
+    kinds = {(c, y, w) for c, y, w in _distributed.all_gather((n_cols, y_all is not None, w_all is not None))
+             if c is not None}
+    if not kinds:
+        raise ValueError("the streamed data holds no chunks on any rank")
+    if len(kinds) > 1:
+        raise ValueError(f"distributed fit: the ranks' sparse chunks differ in (columns, labels?, weights?): "
+                         f"{sorted(kinds)}")
+    n_cols, has_y, has_w = next(iter(kinds))
+    if has_y and y_all is None:
+        y_all = np.zeros(0)
+    if has_w and w_all is None:
+        w_all = np.zeros(0)
+    return n_rows, n_cols, y_all, w_all
 
 
 class _Pass1:
@@ -155,12 +222,16 @@ class _Pass1:
         self.n_rows = 0
         self.seen: list[tuple[int, str]] = []
         self.classes: list[np.ndarray] = []
+        self.sparse = False  # the first chunk is a sparse matrix
 
-    def add(self, i: int, X: Any, y: Any, w: Any) -> None:
-        if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse (without importing SciPy for dense chunks)
-            raise SparseChunkError(f"chunk {i} is a sparse matrix, read here as dense rows: pass the whole sparse "
-                                   "matrix in memory instead (the count-based selectors, in one process, also take "
-                                   "sparse row chunks)")
+    def add(self, i: int, X: Any, y: Any, w: Any) -> bool:
+        """Take chunk ``i`` into the summary; False when it is a sparse first chunk (the pass stops there)."""
+        if _is_sparse(X):
+            if i:
+                raise TypeError(f"chunk {i} is sparse while another chunk is dense: the chunks must all be sparse or "
+                                "all dense")
+            self.sparse = True
+            return False
         X = _host(X)
         self.seen.append(_digest(X, y, w))
         X = _declared(X, self.cardinalities)
@@ -192,9 +263,10 @@ class _Pass1:
             cap = sample_cap(shape[1], get_config()["memory_budget"])
             self.summary = part if self.summary is None else self.summary.combine(part, self.limit, cap)
         self.n_rows += shape[0]
+        return True
 
     def result(self) -> tuple:
-        return self.sig, self.summary, self.cards, self.n_rows, self.classes
+        return self.sig, self.summary, self.cards, self.n_rows, self.classes, self.sparse
 
 
 @dataclass
@@ -349,11 +421,20 @@ def learn_encoding(chunks: RowChunks, *, discretizer: Any, n_bins: int, missing_
 
     def first_pass() -> tuple:
         for i, (X, y, w) in enumerate(chunks):
-            p1.add(i, X, y, w)
+            if not p1.add(i, X, y, w):
+                break
         return p1.result()
 
+    sparse_found = SparseChunkError("the row chunks are sparse matrices")
     if distributed:
-        every = [s for s in _distributed.all_gather(_distributed.agree(first_pass)) if s[0] is not None]
+        gathered = _distributed.all_gather(_distributed.agree(first_pass))
+        kinds = {s[5] for s in gathered if s[5] or s[0] is not None}
+        if kinds == {True}:
+            raise sparse_found
+        if len(kinds) > 1:
+            raise TypeError("distributed fit: some ranks' chunks are sparse matrices and others' dense: the chunks "
+                            "must all be sparse or all dense")
+        every = [s for s in gathered if s[0] is not None]
         sigs = [s[0] for s in every]
         bad = [r for r, s in enumerate(sigs) if s != sigs[0]]
         if bad:
@@ -361,6 +442,8 @@ def learn_encoding(chunks: RowChunks, *, discretizer: Any, n_bins: int, missing_
                              f"column names, labels absent?, weights absent?, Encoded?): {sigs[bad[0]]} vs {sigs[0]}")
     else:
         first_pass()
+        if p1.sparse:
+            raise sparse_found
         every = [p1.result()] if p1.sig is not None else []
     n_rows = sum(s[3] for s in every)
     if not every or n_rows == 0:

@@ -55,6 +55,16 @@ class SparseCodeRows:
         """From a canonical CSR matrix of codes whose stored entries are off ``base`` (the implicit code)."""
         return cls(csr.indptr, csr.indices, csr.data, base)
 
+    @classmethod
+    def concat(cls, parts: list[SparseCodeRows]) -> SparseCodeRows:
+        """The rows of ``parts`` (the same variables and base codes) one after the other."""
+        if not parts:
+            raise ValueError("no rows to concatenate")
+        ends = np.cumsum([0] + [p.nnz for p in parts])
+        indptr = np.concatenate([[0]] + [p.indptr[1:] + e for p, e in zip(parts, ends[:-1])])
+        return cls(indptr, np.concatenate([p.cols for p in parts]), np.concatenate([p.codes for p in parts]),
+                   parts[0].base)
+
     @property
     def nnz(self) -> int:
         """Stored entries."""
@@ -91,6 +101,21 @@ class SparseCodeRows:
         if miss.any():
             out.index_add_(0, torch.from_numpy(r[miss]), weights.cpu().to(torch.float64)[torch.from_numpy(c[miss])])
         return out.to(weights.device)
+
+    def with_column(self, n: int, codes: np.ndarray) -> SparseCodeRows:
+        """These rows with variable ``n`` set to ``codes`` (M,) (stored where they are off its base code)."""
+        M = self.shape[0]
+        row = np.repeat(np.arange(M, dtype=np.int64), np.diff(self.indptr))
+        keep = self.cols != n
+        codes = np.asarray(codes, dtype=np.int64)
+        new = np.flatnonzero(codes != self.base[n])
+        rows = np.concatenate([row[keep], new])
+        cols = np.concatenate([self.cols[keep].astype(np.int64), np.full(new.size, n, dtype=np.int64)])
+        vals = np.concatenate([self.codes[keep].astype(np.int64), codes[new]])
+        order = np.lexsort((cols, rows))
+        indptr = np.zeros(M + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=M), out=indptr[1:])
+        return SparseCodeRows(indptr, cols[order], vals[order], self.base)
 
     def take(self, index: np.ndarray) -> SparseCodeRows:
         """The rows ``index`` (any order, repeats allowed)."""

@@ -80,12 +80,15 @@ class EMData:
         max_rows = None if spill is None else spill.block_rows
         share = contextlib.nullcontext() if memory_budget is None else config_context(memory_budget=memory_budget)
         if isinstance(rows, SparseCodeRows):  # sparse input: the incidence of the stored entries (CPU, in memory)
-            if device.type != "cpu" or spill is not None or distributed:
-                raise NotImplementedError("sparse rows are fitted in one process on the CPU")
+            if device.type != "cpu" or spill is not None:
+                raise NotImplementedError("sparse rows are fitted on the CPU, in memory")
             with share:
                 inc = SparseIncidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64)
             var = torch.repeat_interleave(torch.arange(cards.numel()), cards.cpu())
-            return cls(rows, cards.cpu(), weights, inc, var, weights.sum(0).cpu(), False, None)
+            totals = weights.sum(0).cpu()
+            if distributed:
+                totals = _distributed.all_reduce_sum(totals)
+            return cls(rows, cards.cpu(), weights, inc, var, totals, distributed, None)
         with share:  # the incidence reads the budget when it is built (its cache, its chunks, its baseline pass)
             inc = Incidence(rows, cards, dtype, bytes_per_row=bytes_per_row, dtype_t=torch.float64, device=device,
                             max_rows=max_rows, cache=None if spill is None else False, kernel=kernel,

@@ -14,15 +14,17 @@ from sklearn.utils.validation import check_is_fitted
 from .._device import RandomStateLike, to_numpy
 from .._docstrings import fill_doc
 from .._params import CachedParamNames
+from ..counting._sparse_rows import SparseCodeRows
 from ._fit import fit_cpd
 
 _X_CODES = """\
 Parameters
 ----------
-X : array-like, DataFrame, tensor or Encoded of shape (n_samples, n_features)
+X : array-like, DataFrame, tensor, Encoded or scipy.sparse of shape (n_samples, n_features)
     Data like that given to ``fit``: raw values, encoded by the model's ``encoder_``, or,
     for a model fitted to codes, integer codes (``-1`` = missing); a
-    :class:`tensorprob.Encoded` always holds codes."""
+    :class:`tensorprob.Encoded` always holds codes; a sparse matrix is read from its stored
+    entries (implicit entries are the value 0)."""
 
 
 @fill_doc(X_codes=_X_CODES)
@@ -132,7 +134,7 @@ class CPD(CachedParamNames, BaseEstimator):
         self.converged_ = self.model_.converged_
         return self
 
-    def _rows(self, X: Any, y: Any = None) -> torch.Tensor:
+    def _rows(self, X: Any, y: Any = None) -> torch.Tensor | SparseCodeRows:
         """Codes of ``X`` (and ``y``; an unseen label is missing) in all the model's variables."""
         check_is_fitted(self, "model_")
         m = self.model_
@@ -140,7 +142,10 @@ class CPD(CachedParamNames, BaseEstimator):
         feats = [n for n in range(m.n_variables) if n != t]
         full, _ = m._codes(X, feats if t is not None else None)
         if y is not None and t is not None:
-            full[:, t] = torch.as_tensor(m._label_codes(y, unseen="missing"), device=full.device)
+            labels = m._label_codes(y, unseen="missing")
+            if isinstance(full, SparseCodeRows):
+                return full.with_column(t, labels)
+            full[:, t] = torch.as_tensor(labels, device=full.device)
         return full
 
     def score_samples(self, X: Any, y: Any = None) -> np.ndarray:

@@ -21,13 +21,14 @@ from .._device import (
     to_numpy,
 )
 from .._docstrings import fill_doc
+from .._io._passes import SparseChunkError
 from ..counting import unique_rows
-from ..counting._sparse_rows import SparseCodeRows
+from ..counting._sparse_rows import SparseCodeRows, unique_sparse_rows
 from ..ops import use_triton
 from ..ops._incidence import GATHER_SPLIT
 from ._em import EMData, EMState, init_kmeanspp, init_random, run_em, unfloor
 from ._model import CPDModel
-from ._stream import as_chunks, prepare_stream
+from ._stream import as_chunks, prepare_sparse_stream, prepare_stream
 from ._validation import PreparedData, _check_int, _check_weights, _global_weight_scale, prepare_data
 
 _INITS = ("kmeans++", "random")
@@ -243,33 +244,46 @@ def _fit_cpds(X: Any, ranks: Sequence[int], *, y: Any, device: Any, dtype: Any, 
                 raise ValueError("with streamed X (RowChunks, a callable or a Parquet path) the labels and weights come "
                                  "with the chunks, (X, y) or (X, y, sample_weight), or from RowChunks.from_parquet("
                                  "target=...); y and sample_weight must be None")
-            prep, rows, W, spill = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer,
-                                                  n_bins=n_bins, missing_values=missing_values, device=dev,
-                                                  distributed=dist_on)
             try:
-                return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts,
-                                     n_iter_max=n_iter_max, tol=tol, alpha=alpha, init=init, random_state=random_state,
-                                     callback=callback, stacklevel=4, distributed=dist_on, merged=(rows, W), spill=spill)
-            finally:
-                del rows, W
-                if spill is not None:
-                    spill.close()
-        prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
-                            missing_values=missing_values, distributed=dist_on)
+                prep, rows, W, spill = prepare_stream(chunks, cardinalities=cardinalities, discretizer=discretizer,
+                                                      n_bins=n_bins, missing_values=missing_values, device=dev,
+                                                      distributed=dist_on)
+            except SparseChunkError:  # their codes stacked in memory, fitted as one sparse X
+                prep, sample_weight = prepare_sparse_stream(chunks, cardinalities=cardinalities,
+                                                            discretizer=discretizer, n_bins=n_bins,
+                                                            missing_values=missing_values, distributed=dist_on)
+            else:
+                try:
+                    return _fit_prepared(prep, ranks, None, device=dev, dtype=dt, n_restarts=n_restarts,
+                                         n_iter_max=n_iter_max, tol=tol, alpha=alpha, init=init,
+                                         random_state=random_state, callback=callback, stacklevel=4,
+                                         distributed=dist_on, merged=(rows, W), spill=spill)
+                finally:
+                    del rows, W
+                    if spill is not None:
+                        spill.close()
+        else:
+            prep = prepare_data(X, y, cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                                missing_values=missing_values, distributed=dist_on)
+            _name_label(prep, y)
         if isinstance(prep.codes, SparseCodeRows) and dev.type != "cpu":
             if device not in ("auto", None):  # the products of the stored entries run on the CPU
                 raise ValueError(f"sparse X is fitted on the CPU; device={device!r} was asked for: pass "
                                  "device='cpu' (or 'auto'), or X.toarray() for a CUDA fit")
             dev = torch.device("cpu")
-        _name_label(prep, y)
         if dist_on:
             W_np = _distributed.agree(lambda: _check_weights(sample_weight, prep.codes.shape[0], local=True))
             W_np = _global_weight_scale(W_np)
         else:
             W_np = _check_weights(sample_weight, prep.codes.shape[0])
-        return _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts, n_iter_max=n_iter_max,
-                             tol=tol, alpha=alpha, init=init, random_state=random_state, callback=callback,
-                             stacklevel=4, distributed=dist_on)
+        models = _fit_prepared(prep, ranks, W_np, device=dev, dtype=dt, n_restarts=n_restarts,
+                               n_iter_max=n_iter_max, tol=tol, alpha=alpha, init=init, random_state=random_state,
+                               callback=callback, stacklevel=4, distributed=dist_on)
+        if chunks is not None:
+            chunks.n_rows_ = int(prep.codes.shape[0])  # of this process's chunks, as for dense chunks
+            chunks.n_distinct_ = int(prep.distinct(torch.device("cpu"))[0].shape[0])
+            chunks.spilled_ = False
+        return models
 
 
 def _name_label(prep: PreparedData, y: Any) -> None:
@@ -332,6 +346,11 @@ def _global_rows(rows: torch.Tensor, W: torch.Tensor) -> tuple[torch.Tensor, tor
     single-process start. It costs every rank the memory of the global distinct rows as
     compact codes (init="random" needs none of it).
     """
+    if isinstance(rows, SparseCodeRows):  # the stored entries travel, merged as the single process merges them
+        parts = _distributed.all_gather((rows.indptr, rows.cols, rows.codes, to_numpy(W)))
+        every = SparseCodeRows.concat([SparseCodeRows(p[0], p[1], p[2], rows.base) for p in parts])
+        g_rows, g_W, _ = unique_sparse_rows(every, np.concatenate([p[3] for p in parts]))
+        return g_rows, torch.from_numpy(g_W.reshape(g_rows.shape[0], -1))
     parts = _distributed.all_gather((to_numpy(rows), to_numpy(W)))
     codes = torch.as_tensor(np.concatenate([p[0] for p in parts]), device=rows.device)
     weights = torch.as_tensor(np.concatenate([p[1] for p in parts]), dtype=torch.float64, device=rows.device)

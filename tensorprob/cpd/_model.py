@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._config import get_config
 from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, to_numpy
 from .._docstrings import fill_doc
+from ..counting._sparse_rows import SparseCodeRows
 from ..information._cpd import Estimate, LatentClassBatch, information
 
 _MODEL_META = """\
@@ -39,11 +41,12 @@ codes : bool, optional
 _CODES = """\
 Parameters
 ----------
-X : array-like, DataFrame, tensor or Encoded, shape (M, N) or (M, len(variables))
+X : array-like, DataFrame, tensor, Encoded or scipy.sparse, shape (M, N) or (M, len(variables))
     One row per sample: raw values (encoded with ``encoder_``) or integer codes (see
     ``codes``). A missing entry (``None``/``NaN`` in raw data, ``-1`` in codes) is
     marginalised exactly. Raw data of a model with a label may also hold the N - 1
-    feature columns alone (the label's column absent).
+    feature columns alone (the label's column absent). A sparse matrix is scored from its
+    stored entries (implicit entries are the value 0, or code 0).
 variables : sequence of int, optional
     Indices of the variables the columns of ``X`` hold (default all, in order).
 """ + _CODES_KW
@@ -63,9 +66,9 @@ samples : array-like, DataFrame, tensor or Encoded of shape (T, N), optional
 _PREDICT = """\
 Parameters
 ----------
-X : array-like, DataFrame, tensor or Encoded
+X : array-like, DataFrame, tensor, Encoded or scipy.sparse
     All N columns (the target's column is ignored) or N - 1 (it is absent); raw values
-    or integer codes (see ``codes``).
+    or integer codes (see ``codes``); a sparse matrix is read from its stored entries.
 target : int, optional
     Index of the predicted variable; defaults to the label variable.
 """ + _CODES_KW
@@ -512,12 +515,16 @@ class CPDModel:
         """
         from ..encoding import Encoded
 
+        if isinstance(X, SparseCodeRows):  # rows coded already (by the estimator)
+            return X, list(range(self.n_variables)) if variables is None else self._check_variables(variables)
         if isinstance(X, Encoded):
             if codes is False:
                 raise ValueError("X is an Encoded object (codes) but codes=False was passed")
             X, codes = X.codes, True
         if codes is None:
             codes = self.encoder_ is None
+        if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing SciPy for dense rows
+            return self._sparse_codes(X, variables, codes)
         if not codes:
             if self.encoder_ is None:
                 raise ValueError("this model has no encoder (it was built from parameters or fitted to codes): "
@@ -617,9 +624,6 @@ class CPDModel:
                 raise TypeError(f"X must hold integer codes, got a {X.dtype} tensor")
             T = X.to(self.device, torch.int64)
         else:
-            if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing SciPy for dense rows
-                raise TypeError("the model scores dense rows of codes; sparse X is taken by fit_cpd only: pass "
-                                "X.toarray() (a block of rows at a time for a large matrix)")
             arr = np.asarray(X)  # lists and other array-likes too
             if arr.dtype.kind not in "iu":
                 if arr.dtype.kind == "f" and arr.size and np.all(np.isnan(arr) | (arr == np.round(arr))):
@@ -650,6 +654,111 @@ class CPDModel:
                              f"at row {r}, expected 0..{int(cards[n]) - 1} or -1 for missing")
         return full, var
 
+    def _sparse_codes(self, X: Any, variables: Sequence[int] | None, codes: bool) -> tuple[SparseCodeRows, list[int]]:
+        """A scipy.sparse X as :class:`SparseCodeRows` in the model's variables, and the variables to score.
+
+        Columns map to variables as for dense rows (all N, one per entry of ``variables``, or the
+        N - 1 features of a model with a label). Codes (``codes=True``): each stored value is
+        its code (-1 missing), an implicit entry code 0. Raw data: the features are coded by
+        the model's encoder from their stored entries (implicit zeros are the value 0), each
+        variable's code of 0 implicit. A variable without a column is missing in every row.
+        """
+        import scipy.sparse as sp
+
+        from ..encoding._sparse import transform_sparse
+
+        N, t = self.n_variables, self.target
+        var = list(range(N)) if variables is None else self._check_variables(variables)
+        feats = [n for n in range(N) if n != t]
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_variables), got shape {tuple(X.shape)}")
+        width = int(X.shape[1])
+        if width == N:
+            of_col = np.arange(N)
+        elif width == len(var):
+            of_col = np.asarray(var)
+        elif t is not None and width == N - 1:
+            of_col = np.asarray(feats)
+        else:
+            want = f"{N}" if variables is None else f"{N} or {len(var)} (one per variable)"
+            raise ValueError(f"X has {width} columns, expected {want}")
+        base = np.zeros(N, dtype=np.int64)
+        if codes:
+            csr = sp.csr_matrix(X, copy=True)
+            if csr.dtype.kind not in "iu":
+                data = csr.data
+                if not (csr.dtype.kind == "f" and np.all(np.isnan(data) | (data == np.round(data)))):
+                    raise TypeError(f"X must hold integer codes (-1 = missing), got dtype {csr.dtype}; encode raw "
+                                    "data with model.encoder_.transform or tensorprob.encode")
+                csr.data = np.where(np.isnan(data), -1, data)
+            csr = sp.csr_matrix((csr.data.astype(np.int64), csr.indices, csr.indptr), shape=csr.shape)
+            csr.sum_duplicates()
+            csr.eliminate_zeros()
+            cards = self.cardinalities[of_col][csr.indices]
+            bad = np.flatnonzero((csr.data < -1) | (csr.data >= cards))
+            if bad.size:
+                r = int(np.searchsorted(csr.indptr, bad[0], side="right") - 1)
+                n = int(of_col[csr.indices[bad[0]]])
+                raise ValueError(f"code out of range in column {n} ({self.variable_names[n]!r}): value "
+                                 f"{int(csr.data[bad[0]])} at row {r}, expected 0..{int(self.cardinalities[n]) - 1} "
+                                 "or -1 for missing")
+        else:
+            if self.encoder_ is None:
+                raise ValueError("this model has no encoder (it was built from parameters or fitted to codes): "
+                                 "pass integer codes (codes=True), or fit the model to raw data")
+            if of_col.tolist() != feats:
+                raise ValueError(f"raw sparse X must hold the model's {len(feats)} feature columns, in order (got "
+                                 f"{width} columns)")
+            csr, zero = transform_sparse(self.encoder_, X, return_zero=True)
+            csr.data = csr.data.astype(np.int64)
+            csr.data[csr.data == zero[csr.indices]] = 0  # the dense numbering: the value 0's code is implicit
+            base[of_col] = zero
+        rows = SparseCodeRows(csr.indptr, of_col[csr.indices], csr.data, base)
+        present = set(of_col.tolist())
+        return rows, [n for n in var if n in present]
+
+    def _sparse_log_joint(self, rows: SparseCodeRows, variables: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log P(Z = f, x_S)`` of sparse rows as its finite part and its count of zero factors: two (M, F) tensors.
+
+        Every row starts from the variables' implicit codes (one (F,) sum for all rows); each
+        stored entry swaps its variable's implicit code for its own (a missing entry for no
+        factor), so the work is one gather per stored entry. A probability 0 is counted rather
+        than summed as ``-inf`` (an implicit code of probability 0 that an entry replaces
+        cancels exactly); the joint is ``-inf`` where the count is positive.
+        """
+        dev, dt, F = self.device, self.dtype, self.rank
+        N = self.n_variables
+        table = torch.cat(list(self.log_factors), 0)  # (D, F)
+        offs = torch.as_tensor(np.concatenate([[0], np.cumsum(self.cardinalities)[:-1]]), device=dev)
+        in_var = torch.zeros(N, dtype=torch.bool, device=dev)
+        in_var[list(variables)] = True
+        at_base = table[offs + torch.as_tensor(rows.base, device=dev)]  # (N, F)
+        base_zero = torch.isneginf(at_base) & in_var[:, None]
+        base_fin = at_base.masked_fill(torch.isneginf(at_base) | ~in_var[:, None], 0.0)
+        fin0 = self.log_weights + base_fin.sum(0)
+        zero0 = base_zero.sum(0).to(dt)
+        M = rows.shape[0]
+        finite = torch.empty((M, F), dtype=dt, device=dev)
+        zeros = torch.empty((M, F), dtype=dt, device=dev)
+        itemsize = torch.finfo(dt).bits // 8
+        per_entry = 6 * F * itemsize + 32
+        step = max(1, int(get_config()["memory_budget"] // max(1, per_entry * max(1, rows.nnz // max(1, M)) + 2 * F
+                                                                 * itemsize)))
+        for s in range(0, M, step):
+            e = min(M, s + step)
+            r, c, x = (torch.as_tensor(a, device=dev) for a in rows.entries(s, e))
+            keep = in_var[c]
+            r, c, x = r[keep], c[keep], x[keep]
+            obs = (x >= 0)[:, None]
+            val = table[offs[c] + x.clamp_min(0)]
+            val_zero = torch.isneginf(val) & obs
+            val_fin = val.masked_fill(val_zero | ~obs, 0.0)
+            finite[s:e] = fin0
+            finite[s:e].index_add_(0, r, val_fin - base_fin[c])
+            zeros[s:e] = zero0
+            zeros[s:e].index_add_(0, r, val_zero.to(dt) - base_zero[c].to(dt))
+        return finite, zeros
+
     def _check_variables(self, variables: Sequence[int] | int) -> list[int]:
         if isinstance(variables, (int, np.integer)):
             variables = [int(variables)]
@@ -670,8 +779,11 @@ class CPDModel:
         return self._check_variables([target])[0]
 
     # -- probabilities --------------------------------------------------------------------
-    def _latent_log_joint(self, codes: torch.Tensor, variables: Sequence[int]) -> torch.Tensor:
+    def _latent_log_joint(self, codes: torch.Tensor | SparseCodeRows, variables: Sequence[int]) -> torch.Tensor:
         """``log P(Z = f, x_S)`` for every row (M, F); missing entries (-1) are left out exactly."""
+        if isinstance(codes, SparseCodeRows):
+            finite, zeros = self._sparse_log_joint(codes, variables)
+            return finite.masked_fill(zeros > 0, -torch.inf)
         out = self.log_weights[None, :].expand(codes.shape[0], -1).clone()
         for n in variables:  # loop over variables; each step is a gather vectorized over rows
             x = codes[:, n]
@@ -732,21 +844,25 @@ class CPDModel:
         post = torch.softmax(L, dim=1)
         zero = torch.isneginf(L).all(1)
         if bool(zero.any()):
-            post[zero] = torch.softmax(self._least_ruled_out(full[zero], var), dim=1)
+            some = full.take(to_numpy(torch.nonzero(zero).flatten())) if isinstance(full, SparseCodeRows) else full[zero]
+            post[zero] = torch.softmax(self._least_ruled_out(some, var), dim=1)
         return post
 
-    def _least_ruled_out(self, codes: torch.Tensor, variables: Sequence[int]) -> torch.Tensor:
+    def _least_ruled_out(self, codes: torch.Tensor | SparseCodeRows, variables: Sequence[int]) -> torch.Tensor:
         """Logits of the posterior of rows of probability 0 (see :meth:`posterior`): (M, F)."""
         live = torch.isfinite(self.log_weights)
-        finite = self.log_weights[None, :].expand(codes.shape[0], -1).clone()
-        zeros = torch.zeros_like(finite)
-        for n in variables:  # a gather per variable, vectorized over rows
-            x = codes[:, n]
-            g = self.log_factors[n][x.clamp_min(0)]
-            g = torch.where((x >= 0)[:, None], g, torch.zeros_like(g))
-            out = torch.isneginf(g)
-            zeros += out.to(zeros.dtype)
-            finite += g.masked_fill(out, 0.0)
+        if isinstance(codes, SparseCodeRows):
+            finite, zeros = self._sparse_log_joint(codes, variables)
+        else:
+            finite = self.log_weights[None, :].expand(codes.shape[0], -1).clone()
+            zeros = torch.zeros_like(finite)
+            for n in variables:  # a gather per variable, vectorized over rows
+                x = codes[:, n]
+                g = self.log_factors[n][x.clamp_min(0)]
+                g = torch.where((x >= 0)[:, None], g, torch.zeros_like(g))
+                out = torch.isneginf(g)
+                zeros += out.to(zeros.dtype)
+                finite += g.masked_fill(out, 0.0)
         fewest = zeros.masked_fill(~live[None, :], torch.inf).amin(1, keepdim=True)
         return finite.masked_fill((zeros > fewest) | ~live[None, :], -torch.inf)
 

@@ -30,12 +30,13 @@ from .. import _distributed
 from .._config import get_config
 from .._device import to_numpy
 from .._io import RowChunks, as_chunks, learn_encoding
+from .._io._passes import read_sparse_chunks
 from ..counting import unique_rows
 from ..counting._spill import TempFiles
 from ..encoding._codes import _compact_dtype
-from ._validation import PreparedData, _check_alphabets, _plain, _weight_scale
+from ._validation import PreparedData, _check_alphabets, _plain, _weight_scale, prepare_sparse_parts
 
-__all__ = ["as_chunks", "prepare_stream"]
+__all__ = ["as_chunks", "prepare_sparse_stream", "prepare_stream"]
 
 
 class Spill:
@@ -90,6 +91,29 @@ class Spill:
         for f in self._files:
             f.close()
         self._tmp.close()
+
+
+def prepare_sparse_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n_bins: int,
+                          missing_values: Any, distributed: bool = False) -> tuple[PreparedData, np.ndarray | None]:
+    """Row chunks that are sparse matrices: their codes stacked sparse in memory, as one sparse X is prepared.
+
+    One pass reads the labels and weights (:func:`~tensorprob._io._passes.read_sparse_chunks`),
+    then the encoding is decided from every chunk's summary (of all ranks with ``distributed``)
+    and each chunk is coded (:func:`._validation.prepare_sparse_parts`). The chunks' rows are not
+    merged as they are read: the codes are compact and hold only the stored entries.
+
+    Returns
+    -------
+    prep : PreparedData
+        Sparse codes (:class:`~tensorprob.counting._sparse_rows.SparseCodeRows`) of all the chunks' rows.
+    sample_weight : ndarray or None
+        The chunks' weights, concatenated (checked and rescaled by the fit, as for X in memory).
+    """
+    _, n_cols, y, w = read_sparse_chunks(chunks, "fit_cpd", labels_required=False, distributed=distributed)
+    prep = prepare_sparse_parts(lambda: (X for X, _, _ in chunks), n_cols, y, cardinalities=cardinalities,
+                                discretizer=discretizer, n_bins=n_bins, missing_values=missing_values,
+                                distributed=distributed)
+    return prep, w
 
 
 def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n_bins: int, missing_values: Any,

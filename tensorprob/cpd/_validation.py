@@ -85,7 +85,7 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
     import scipy.sparse as sp
 
     if sp.issparse(X):
-        return _prepare_sparse(X, y, cardinalities, discretizer, n_bins, missing_values, distributed, limit)
+        return _prepare_sparse(X, y, cardinalities, discretizer, n_bins, missing_values, distributed)
     X = _declared(X, cardinalities, missing_values, distributed)
     enc = Encoder(discretizer=discretizer, n_bins=n_bins, missing_values=missing_values, distributed=distributed)
     codes = enc._fit(X, y, None)
@@ -102,56 +102,105 @@ def prepare_data(X: Any, y: Any = None, *, cardinalities: Sequence[int] | None =
 
 
 def _prepare_sparse(X: Any, y: Any, cardinalities: Any, discretizer: Any, n_bins: int, missing_values: Any,
-                    distributed: bool, limit: int) -> PreparedData:
-    """:func:`prepare_data` of a scipy.sparse X: the codes stay sparse, each column's code of 0 implicit.
+                    distributed: bool) -> PreparedData:
+    """:func:`prepare_data` of a scipy.sparse X (this rank's rows when ``distributed``): see :func:`prepare_sparse_parts`."""
+    return prepare_sparse_parts(lambda: iter([X]), int(X.shape[1]), y, cardinalities=cardinalities,
+                                discretizer=discretizer, n_bins=n_bins, missing_values=missing_values,
+                                distributed=distributed, whole=not distributed)
+
+
+def prepare_sparse_parts(parts: Any, n_cols: int, y: Any, *, cardinalities: Any, discretizer: Any, n_bins: int,
+                         missing_values: Any, distributed: bool = False, whole: bool = False) -> PreparedData:
+    """The prepared data of sparse matrices taken together as one (row chunks, a rank's rows): the codes stay sparse.
 
     Integer values without ``missing_values`` (or with ``cardinalities``) are codes as they are,
-    as for dense integer arrays; anything else is encoded by the dense rules
-    (:func:`~tensorprob.encoding._sparse.encode_sparse`), the codes kept in the dense encoder's
-    numbering (the model's factors read like those of a dense fit).
+    as for dense integer arrays (the largest value of all the parts, and of all ranks, sets each
+    cardinality); anything else is encoded by the dense rules, each column's code of 0 implicit
+    and the codes kept in the dense encoder's numbering (the model's factors read like those of
+    a dense fit). One matrix in one process (``whole``) is encoded by
+    :func:`~tensorprob.encoding._sparse.encode_sparse` (every discretizer); parts and ranks by
+    :func:`~tensorprob.encoding._sparse.encode_sparse_parts` (their summaries combined: equal
+    widths only). The parts' codes are stacked (compact, the stored entries only).
+
+    Parameters
+    ----------
+    parts : callable
+        ``parts()`` gives the sparse matrices (the same columns), each time the same.
+    n_cols : int
+        Their number of columns.
+    y : array-like or None
+        The labels of all the parts' rows, in order.
+    distributed : bool
+        The parts are this rank's rows: every decision is taken from all ranks' (a rank may hold none).
     """
     import scipy.sparse as sp
 
-    from ..encoding._sparse import encode_sparse
+    from ..encoding._sparse import encode_sparse, encode_sparse_parts
 
+    def local() -> tuple:
+        M, ints, neg, top = 0, True, False, np.full(n_cols, -1, dtype=np.int64)
+        for X in parts():
+            M += int(X.shape[0])
+            ints &= X.dtype.kind in "iu"
+            if X.nnz:
+                neg |= bool(X.min() < 0)
+                if X.dtype.kind in "iu":
+                    top = np.maximum(top, np.asarray(X.max(axis=0).toarray()).ravel().astype(np.int64))
+        if y is not None and len(y) != M:
+            raise ValueError(f"X has {M} rows but y has {len(y)} labels")
+        return M, ints, neg, top
+
+    M, ints, neg, top = _distributed.agree(local) if distributed else local()
+    n_total = M
     if distributed:
-        raise NotImplementedError("distributed=True does not take sparse X yet: pass each rank's rows as a dense "
-                                  "array")
-    M, N = X.shape
-    if M == 0 or N == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    declared = cardinalities is not None or (X.dtype.kind in "iu" and missing_values is None
-                                             and (X.nnz == 0 or X.min() >= 0))
+        every = _distributed.all_gather((M, ints, neg, top))
+        n_total = sum(e[0] for e in every)
+        ints, neg = all(e[1] for e in every if e[0]), any(e[2] for e in every)
+        top = np.max(np.stack([e[3] for e in every]), 0)
+    if n_total == 0 or n_cols == 0:
+        raise ValueError(f"X is empty ({n_total} rows, {n_cols} columns" + (" over all ranks)" if distributed else ")"))
+    classes = ycodes = None
+    if y is not None:
+        ycodes, classes = global_labels(y) if distributed else check_classification_target(y)
+    declared = cardinalities is not None or (ints and missing_values is None and not neg)
     if declared:
-        csr = sp.csr_matrix(X, copy=True)
-        csr.sum_duplicates()
-        csr.eliminate_zeros()
-        if csr.dtype.kind not in "iu":
-            raise ValueError(f"cardinalities given with sparse X of dtype {X.dtype}: codes must be integers")
-        top = np.asarray(csr.max(axis=0).toarray()).ravel().astype(np.int64)
+        if not ints:
+            raise ValueError("cardinalities given with sparse X of a non-integer dtype: codes must be integers")
         cards = np.maximum(top, 0) + 1 if cardinalities is None else np.asarray(cardinalities, dtype=np.int64)
-        if cards.shape != (N,):
-            raise ValueError(f"cardinalities has {cards.size} entries for {N} columns")
-        if csr.nnz and (int(csr.data.min()) < 0 or bool((top >= cards).any())):
+        if cards.shape != (n_cols,):
+            raise ValueError(f"cardinalities has {cards.size} entries for {n_cols} columns")
+        if neg or bool((top >= cards).any()):
             raise ValueError("sparse codes must lie in 0 .. cardinality - 1 (a sparse matrix has no missing code)")
-        codes, base, names, encoder = csr.data, np.zeros(N, dtype=np.int64), _default_names(N), None
+        dt = _compact_dtype(cards)
+        coded = []
+        for X in parts():
+            csr = sp.csr_matrix(X, copy=True)
+            csr.sum_duplicates()
+            csr.eliminate_zeros()
+            coded.append(sp.csr_matrix((csr.data.astype(dt), csr.indices, csr.indptr), shape=csr.shape))
+        base, names, encoder = np.zeros(n_cols, dtype=np.int64), _default_names(n_cols), None
     else:
         enc = Encoder(discretizer=discretizer, n_bins=n_bins, missing_values=missing_values)
-        csr, cards, base = encode_sparse(enc, X, y, layout="csr", return_zero=True)
-        codes = csr.data.copy()  # the dense numbering: the entries coded z (the value 0's code) are code 0
-        codes[codes == base.astype(codes.dtype)[csr.indices]] = 0
+        if whole:
+            (X,) = list(parts())
+            csr, cards, base = encode_sparse(enc, X, y, layout="csr", return_zero=True)
+            coded = [csr]
+        else:
+            coded, base = encode_sparse_parts(enc, parts, classes, distributed=distributed, return_zero=True)
+            cards = enc.cardinalities_.copy()
+        for csr in coded:  # the dense numbering: the entries coded z (the value 0's code) are code 0
+            csr.data[csr.data == base.astype(csr.data.dtype)[csr.indices]] = 0
         names, encoder = list(enc.feature_names_), _plain(enc)
-    _check_alphabets(cards, limit)
+    _check_alphabets(cards, get_config()["max_categories"])
     dt = _compact_dtype(cards)
-    rows = SparseCodeRows(csr.indptr, csr.indices, codes.astype(dt), base)
+    csr = coded[0] if len(coded) == 1 else sp.vstack(coded, format="csr") if coded else sp.csr_matrix((0, n_cols))
+    rows = SparseCodeRows(csr.indptr, csr.indices, csr.data.astype(dt, copy=False), base)
+    names = [str(n) for n in names]
     if y is None:
-        return PreparedData(rows, cards, [str(n) for n in names], None, None, encoder)
-    ycodes, classes = check_classification_target(y)
-    if ycodes.shape[0] != M:
-        raise ValueError(f"X has {M} rows but y has {ycodes.shape[0]} labels")
-    cards = _label_cards(cards, classes, limit, "")
+        return PreparedData(rows, cards, names, None, None, encoder)
+    cards = _label_cards(cards, classes, get_config()["max_categories"], " over all ranks" if distributed else "")
     rows = _with_sparse_label(rows, ycodes, _compact_dtype(cards))
-    return PreparedData(rows, cards, [str(n) for n in names] + ["y"], N, classes, encoder)
+    return PreparedData(rows, cards, names + ["y"], n_cols, classes, encoder)
 
 
 def _with_sparse_label(rows: SparseCodeRows, ycodes: np.ndarray, dtype: np.dtype) -> SparseCodeRows:

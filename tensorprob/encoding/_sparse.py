@@ -271,7 +271,7 @@ def _part_summary(encoder: Encoder, X: Any, y: Any) -> Summary:
     return _summary(encoder, ent, g, _stats(ent, g), y, prune=False)
 
 
-def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, np.ndarray]:
+def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str, return_zero: bool = False) -> tuple[Any, ...]:
     """:func:`encode_sparse` of this rank's rows of data spread over the ranks: one decision from all ranks' summaries.
 
     Each rank summarizes its rows as :func:`summarize` summarizes dense rows (every column's
@@ -300,11 +300,13 @@ def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, n
         raise ValueError(f"X is empty on every rank (0 rows, {summary.n_features} columns)")
     encoder.__dict__.pop("feature_names_in_", None)
     encoder._from_summary(summary)
-    codes = _distributed.agree(lambda: transform_sparse(encoder, X))
-    return (codes.tocsc() if layout == "csc" else codes), encoder.cardinalities_.copy()
+    codes, z = _distributed.agree(lambda: transform_sparse(encoder, X, return_zero=True))
+    out = (codes.tocsc() if layout == "csc" else codes), encoder.cardinalities_.copy()
+    return (*out, z) if return_zero else out
 
 
-def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None = None) -> list[Any]:
+def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None = None, *,
+                        distributed: bool = False, return_zero: bool = False) -> Any:
     """Fit ``encoder`` on the rows of several sparse matrices (row chunks) taken together; their codes, in order.
 
     Each part is summarized as :func:`summarize` summarizes dense rows; the summaries are
@@ -320,29 +322,68 @@ def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None
     parts : callable
         ``parts()`` gives the sparse matrices (the same columns), each time the same.
     classes : ndarray, optional
-        The classes of all the parts' labels (for the ``"auto"`` row limit).
+        The classes of all the parts' labels (of all ranks; for the ``"auto"`` row limit).
+    distributed : bool, default=False
+        The parts are this rank's: the summaries of all ranks are combined (one all-gather),
+        so every rank takes the same decision; a rank may hold no part.
+    return_zero : bool, default=False
+        Also return the dense code of the value 0 of every column (as :func:`encode_sparse`).
 
     Returns
     -------
-    list of scipy.sparse.csr_matrix
+    codes : list of scipy.sparse.csr_matrix
         The codes of every part (code 0 for the value 0, as :func:`encode_sparse`).
+    zero : ndarray of int64, shape (n_features,)
+        With ``return_zero``.
     """
     from ._numbers import sample_cap
 
     _check_summarized(encoder, "sparse row chunks")
-    summary = None
-    for X in parts():
-        part = _part_summary(encoder, X, None)
-        if summary is not None and part.n_features != summary.n_features:
-            raise ValueError(f"a sparse chunk has {part.n_features} columns, the first had {summary.n_features}")
-        summary = part if summary is None else summary.combine(part, encoder._limit(),
-                                                              sample_cap(part.n_features, get_config()["memory_budget"]))
+    limit = encoder._limit()
+
+    def local() -> Any:
+        summary = None
+        for X in parts():
+            part = _part_summary(encoder, X, None)
+            if summary is not None and part.n_features != summary.n_features:
+                raise ValueError(f"a sparse chunk has {part.n_features} columns, the first had {summary.n_features}")
+            summary = part if summary is None else summary.combine(
+                part, limit, sample_cap(part.n_features, get_config()["memory_budget"]))
+        return summary
+
+    if distributed:
+        from .. import _distributed
+        from ._summary import _portable
+
+        mine = _distributed.agree(local)
+        every = [s for s in _distributed.all_gather(None if mine is None else _portable(mine)) if s is not None]
+        shapes = {(s.n_features, s.array_kind) for s in every}
+        if len(shapes) > 1:
+            raise ValueError(f"distributed fit: the sparse chunks of the ranks differ in (number of columns, dtype "
+                             f"kind): {sorted(shapes)}")
+        summary = None
+        for s in every:
+            summary = s if summary is None else summary.combine(
+                s, limit, sample_cap(s.n_features, get_config()["memory_budget"]))
+    else:
+        summary = local()
     if summary is None or summary.n_rows == 0:
-        raise ValueError("the sparse chunks hold no rows")
+        raise ValueError("the sparse chunks hold no rows" + (" on any rank" if distributed else ""))
     summary.classes = classes
     encoder.__dict__.pop("feature_names_in_", None)
     encoder._from_summary(summary)
-    return [transform_sparse(encoder, X) for X in parts()]
+    coded = [transform_sparse(encoder, X, return_zero=True) for X in parts()]
+    codes = [c for c, _ in coded]
+    if not return_zero:
+        return codes
+    return codes, (coded[0][1] if coded else transform_sparse(encoder, _empty_rows(summary.n_features), True)[1])
+
+
+def _empty_rows(n_features: int) -> Any:
+    """A sparse matrix of no rows and ``n_features`` columns (what a rank without chunks codes)."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((0, n_features), dtype=np.float64)
 
 
 def _summary(encoder: Encoder, ent: _Entries, g: _Groups, st: _Stats, y: Any, prune: bool = True) -> Summary:
@@ -694,7 +735,7 @@ def _mdl_weighted(u: np.ndarray, W: np.ndarray, max_bins: int | None) -> np.ndar
     return mdl_cut_points_of_counts(u, W[:, W.sum(0) > 0], max_bins)
 
 
-def transform_sparse(encoder: Encoder, X: Any) -> Any:
+def transform_sparse(encoder: Encoder, X: Any, return_zero: bool = False) -> Any:
     """The sparse codes of X by a fitted encoder, with the relabelling of :func:`encode_sparse`.
 
     Parameters
@@ -703,12 +744,16 @@ def transform_sparse(encoder: Encoder, X: Any) -> Any:
         A fitted encoder (by :func:`encode_sparse` or on the dense data).
     X : scipy.sparse matrix or array of shape (n_samples, n_features)
         The columns seen by the fit; implicit entries are the value 0.
+    return_zero : bool, default=False
+        Also return the dense code of the value 0 of every column (as :func:`encode_sparse`).
 
     Returns
     -------
-    scipy.sparse.csr_matrix
+    codes : scipy.sparse.csr_matrix
         Canonical, in the compact dtype of the cardinalities: in every column the dense code
         of the value 0 swapped with code 0; missing entries stored as -1.
+    zero : ndarray of int64, shape (n_features,)
+        With ``return_zero``.
 
     Raises
     ------
@@ -766,7 +811,8 @@ def transform_sparse(encoder: Encoder, X: Any) -> Any:
     codes[was_0] = zc[was_0]
     if ent.missing is not None:
         codes[ent.missing] = -1
-    return _compressed(ent, codes, encoder.cardinalities_)
+    out = _compressed(ent, codes, encoder.cardinalities_)
+    return (out, z) if return_zero else out
 
 
 def _match(ccol: np.ndarray, cv: np.ndarray, col: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -612,49 +612,48 @@ class GreedySelector(CodedSelector):
     #: its work per step is that of its rows and its sample means never read a row left out.
     _compact_rows: ClassVar[bool] = False
 
+    def _chunk_classes(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Class codes of the chunks' labels and the sorted classes (of all ranks when distributed), two at least."""
+        if self._dist_on:
+            from ..encoding._labels import global_labels
+
+            y_codes, classes = global_labels(y)
+        else:
+            y_codes, classes = check_classification_target(y)
+        if classes.size < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r})" + (" over all ranks" if self._dist_on else "")
+                             + ": feature selection needs at least two")
+        return y_codes, classes
+
     def _fit_stream_sparse(self, chunks: Any) -> tuple[list[int], list[float]]:
         """Select from row chunks that are sparse matrices: one encoding of all of them, their codes kept sparse.
 
         Pass 1 summarizes every chunk and the labels, pass 2 codes each chunk
         (:func:`~tensorprob.encoding._sparse.encode_sparse_parts`); the codes (compact, the
         stored entries only) are stacked in memory and counted as a sparse matrix in memory is.
+        With ``distributed=True`` the chunks are this rank's: the summaries and classes of all
+        ranks decide one encoding, and each rank counts its own rows (as for a sparse matrix).
         """
         import scipy.sparse as sp
 
-        from ..encoding._labels import check_classification_target
+        from .._io._passes import read_sparse_chunks
         from ..encoding._sparse import encode_sparse_parts
 
-        if self._dist_on:
-            raise NotImplementedError(f"{type(self).__name__}: sparse row chunks with distributed=True are not "
-                                      "supported; pass each rank's rows as one sparse matrix")
-        labels, weights = [], []
-        for i, (X, y, w) in enumerate(chunks):
-            if not sp.issparse(X):
-                raise TypeError(f"chunk {i} is dense while another chunk is sparse: the chunks must all be sparse "
-                                "or all dense")
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires labels: give each chunk as (X, y) or "
-                                 "(X, y, sample_weight)")
-            if len(y) != X.shape[0]:
-                raise ValueError(f"chunk {i}: {X.shape[0]} rows but {len(y)} labels")
-            labels.append(np.asarray(y))
-            weights.append(w)
-        if any(w is not None for w in weights) and any(w is None for w in weights):
-            raise ValueError("some chunks carry sample_weight and others do not")
-        y_codes, classes = check_classification_target(np.concatenate(labels))
-        if classes.size < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}): feature selection needs at least two")
+        _, _, y_all, w_all = read_sparse_chunks(chunks, type(self).__name__, labels_required=True,
+                                             distributed=self._dist_on)
+        y_codes, classes = self._chunk_classes(y_all)
         self.classes_ = classes
-        self.encoder_ = self._new_encoder()  # one process (refused above otherwise)
-        parts = encode_sparse_parts(self.encoder_, lambda: (X for X, _, _ in chunks), classes)
-        codes = sp.vstack(parts, format="csc")
-        self.n_features_in_ = int(codes.shape[1])
+        self.encoder_ = self._new_encoder()
+        parts = encode_sparse_parts(self.encoder_, lambda: (X for X, _, _ in chunks), classes,
+                                    distributed=self._dist_on)
+        n_cols = self.encoder_.n_features_in_
+        codes = sp.vstack(parts, format="csc") if parts else sp.csc_matrix((0, n_cols), dtype=np.int8)
+        self.n_features_in_ = int(n_cols)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         W = None
-        if weights[0] is not None:
-            W = self._check_weights(np.concatenate([np.asarray(w, dtype=np.float64) for w in weights]), None,
-                                    codes.shape[0])[:, 0]
+        if w_all is not None:
+            W = self._weights(w_all, None, codes.shape[0])[:, 0]
         chunks.n_rows_ = int(codes.shape[0])
         k = self._resolve_k(self.n_features_in_)
         device, dtype = self._device_dtype()
@@ -682,12 +681,11 @@ class GreedySelector(CodedSelector):
         from ..encoding._codes import _compact_dtype
         from ._greedy import greedy_forward
 
-
         name = type(self).__name__
         try:
             enc = learn_encoding(chunks, discretizer=self.discretizer, n_bins=self.n_bins, max_categories="auto",
                                  missing_values=getattr(self, "missing_values", None), distributed=self._dist_on)
-        except SparseChunkError:  # the first chunk is sparse: the chunks' codes stay sparse, in memory
+        except SparseChunkError:  # the chunks' codes stay sparse, in memory
             return self._fit_stream_sparse(chunks)
         if enc.classes is None:
             raise ValueError(f"{name} requires labels: give each chunk as (X, y) or (X, y, sample_weight), or read "
