@@ -238,6 +238,32 @@ def test_papers_sets_through_the_sparse_path(skfeature_dir, dtype):
         _same(got, dense, dtype)
 
 
+TEXT_SETS = ("BASEHOCK", "PCMAC", "RELATHE")
+
+
+@pytest.mark.slow
+def test_text_sets_through_the_sparse_path(skfeature_dir, dtype):
+    """The scikit-feature text sets (term counts, whole vocabulary): the same picks and scores sparse as dense,
+    from the counts and from the terms' presence; a CPD fit of the presence codes equals the dense fit."""
+    import scipy.io
+
+    paths = [skfeature_dir / f"{name}.mat" for name in TEXT_SETS if (skfeature_dir / f"{name}.mat").exists()]
+    if not paths:
+        pytest.skip(f"none of the text sets {TEXT_SETS} is in {skfeature_dir} (see ../shared/data/README.md)")
+    for path in paths:
+        mat = scipy.io.loadmat(path)
+        X, y = np.asarray(mat["X"]), np.asarray(mat["Y"]).ravel()
+        for data in (X, (X > 0).astype(np.int8)):
+            S = sp.csr_matrix(data)
+            for name in ("MIM", "MRMR", "JMI", "CMIM"):
+                _same(getattr(tp, name)(k=20).fit(S, y), getattr(tp, name)(k=20).fit(data, y), dtype)
+        presence = (X > 0).astype(np.int8)
+        kw = dict(rank=3, y=y, n_restarts=1, n_iter_max=5, tol=0, random_state=0, device="cpu")
+        a, b = tp.fit_cpd(presence, **kw), tp.fit_cpd(sp.csr_matrix(presence), **kw)
+        np.testing.assert_allclose(b.loglik_history_, a.loglik_history_, **tols(dtype, rtol=1e-9))
+        np.testing.assert_array_equal(b.predict(sp.csr_matrix(presence[:200])), a.predict(presence[:200]))
+
+
 def _dist_sparse_job(rank, world, cuts, chunked=False):
     """This rank's rows of the sparse data (one matrix or two row chunks), selected with distributed=True
     (run in a spawned Gloo process)."""
