@@ -144,6 +144,25 @@ def best_by_k(acc: list[dict], classifier: str) -> list[dict]:
     return out
 
 
+def against_peers(acc: list[dict]) -> list[dict]:
+    """Per tensorprob method and classifier: in how many (set, k) cells it is at or above the better peer."""
+    out = []
+    for m in [*METHODS, *[f"{x} presence" for x in METHODS]]:
+        for clf in ("linear_svm", "naive_bayes"):
+            diffs = []
+            for r in acc:
+                if r["method"] != m:
+                    continue
+                peers = [p[clf] for p in acc if p["data"] == r["data"] and p["k"] == r["k"] and p["method"] in PEERS]
+                diffs.append(r[clf] - max(peers))
+            if diffs:
+                d = np.asarray(diffs)
+                out.append(dict(method=m, classifier=clf, at_or_above=f"{int((d >= 0).sum())} of {d.size}",
+                                mean_points=round(100 * float(d.mean()), 2), worst_points=round(100 * float(d.min()), 2),
+                                best_points=round(100 * float(d.max()), 2)))
+    return out
+
+
 BEST_COLUMNS = ["data", "k", "best_tensorprob_counts", "best_tensorprob_presence", "chi2", "mutual_info_classif"]
 
 
@@ -193,6 +212,10 @@ def main() -> None:
         markdown(best_by_k(acc, "linear_svm"), BEST_COLUMNS), "",
         "Best tensorprob selector beside scikit-learn's, multinomial naive Bayes:", "",
         markdown(best_by_k(acc, "naive_bayes"), BEST_COLUMNS), "",
+        "Each tensorprob selector against the better of `chi2` and `mutual_info_classif` in every (set, k) cell "
+        "(accuracy points):", "",
+        markdown(against_peers(acc), ["method", "classifier", "at_or_above", "mean_points", "worst_points",
+                                      "best_points"]), "",
         "All rows:", "",
         markdown(acc, ["data", "method", "k", "select_s", "naive_bayes", "naive_bayes_sd", "linear_svm",
                        "linear_svm_sd"]), ""])

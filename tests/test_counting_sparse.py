@@ -56,3 +56,40 @@ def test_stored_zeros_and_duplicates_count_as_their_values():
     assert rows.nnz == r.size
     ref = joint_table(torch.from_numpy(X), 3, torch.from_numpy(y), 2, dtype=torch.float64, complete=True)
     np.testing.assert_array_equal(sparse_class_table(rows.csc, 3, y, 2), ref.numpy()[:, :, :, 0])
+
+
+@pytest.mark.parametrize("card, C, A", [(2, 2, 2), (4, 3, 3), (5, 1, 4)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_baseline_cells_are_the_dense_tables(card, C, A, weighted):
+    """The cells the distributed baseline sums over the ranks: every (x_c, g) cell, off-baseline entries and rest,
+    cut in blocks of candidates; summed over two halves of the rows they are the whole rows' cells, and their
+    c log c sums are those of one process."""
+    from tensorprob.counting._baseline import (
+        OffBaseline,
+        _reduced_entropy_sums,
+        baseline_cells,
+        baseline_entropy_sums,
+    )
+
+    X = _sparse_codes(card + 7 * C, card=card)
+    M, N = X.shape
+    rng = np.random.default_rng(card)
+    g = rng.integers(0, A, M) * C + rng.integers(0, C, M)
+    w = rng.uniform(0.2, 2.0, M) if weighted else None
+    off = OffBaseline.of_sparse(sp.csc_matrix(X.astype(np.int8)), card)
+    cols = np.array([0, 3, 5, 6, 9, 11])
+    got = np.concatenate([c for _, _, c in baseline_cells(off, cols, g, A * C, card, w, max_cells=card * A * C * 4)])
+    want = np.zeros((cols.size, card, A * C))
+    for i, j in enumerate(cols):
+        np.add.at(want[i], (X[:, j], g), 1.0 if w is None else w)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # two "ranks", each half of the rows: their cells add up to the whole rows' cells
+    halves = [slice(0, 130), slice(130, M)]
+    parts = [np.concatenate([c for _, _, c in baseline_cells(OffBaseline.of_sparse(sp.csc_matrix(X[h].astype(np.int8)),
+                                                                                    card), cols, g[h], A * C, card,
+                                                                 None if w is None else w[h])]) for h in halves]
+    np.testing.assert_allclose(parts[0] + parts[1], want, rtol=1e-12, atol=1e-12)
+    full, margin = _reduced_entropy_sums(lambda T: T, off, cols, g, A * C, C, card, margin=True, full=True, weights=w)
+    ref_full, ref_margin = baseline_entropy_sums(off, cols, g, A * C, C, card, M, True, full=True, weights=w)
+    np.testing.assert_allclose(full, ref_full, rtol=1e-12)
+    np.testing.assert_allclose(margin, ref_margin, rtol=1e-12)

@@ -20,7 +20,9 @@ tables would have more cells than entries.
 """
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -236,6 +238,58 @@ def baseline_entropy_sums(off: OffBaseline, cols: np.ndarray | None, g: np.ndarr
     return out_full, out_margin
 
 
+def baseline_cells(off: OffBaseline, cols: np.ndarray | None, g: Any, G: int, card: int,
+                   weights: np.ndarray | None = None, max_cells: int = 1 << 22):
+    """Every cell of the (x_c, g) tables of the candidates, a block of candidates at a time.
+
+    Yields ``(pos, end, cells)``: ``cells`` (end - pos, card, G) float64 holds the tables of
+    candidates ``pos:end``, the entries off each candidate's baseline counted (or their weights
+    summed) and its baseline cell the group's rest. The blocks are cut by candidates alone (at
+    most ``max_cells`` cells), so they are the same on every rank whatever its entries.
+    ``g``: as for :func:`baseline_entropy_sums`.
+    """
+    feats = np.arange(len(off.baseline)) if cols is None else np.asarray(cols)
+    rows_g, which = (g, None) if isinstance(g, np.ndarray) else g
+    shared = which is None
+    sizes = (np.bincount(rows_g, weights=weights, minlength=G) if shared
+             else _group_sizes(rows_g, G, weights)).astype(np.float64)
+    per = max(1, max_cells // max(1, card * G))
+    for pos in range(0, feats.size, per):
+        f = feats[pos:pos + per]
+        nb = f.size
+        lens = off.starts[f + 1] - off.starts[f]
+        total = int(lens.sum())
+        idx = np.repeat(off.starts[f] - (np.cumsum(lens) - lens), lens) + np.arange(total)
+        r = off.rows[idx]
+        own = np.repeat(np.arange(nb, dtype=np.int64), lens)
+        gr = rows_g[r] if shared else rows_g[which[pos:pos + nb][own], r]
+        key = (own * card + off.values[idx].astype(np.int64)) * G + gr
+        cells = np.bincount(key, weights=None if weights is None else weights[r],
+                            minlength=nb * card * G).astype(np.float64).reshape(nb, card, G)
+        rest = (sizes[None, :] if shared else sizes[which[pos:pos + nb]]) - cells.sum(1)
+        cells[np.arange(nb), off.baseline[f]] += rest  # no entry holds its baseline value
+        yield pos, pos + nb, cells
+
+
+def _reduced_entropy_sums(reduce: Any, off: OffBaseline, cols: np.ndarray | None, g: Any, G: int, C: int, card: int,
+                          margin: bool, full: bool = True,
+                          weights: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`baseline_entropy_sums` of rows spread over ranks: each block's cells summed by ``reduce``, then c log c."""
+    n = len(off.baseline) if cols is None else len(cols)
+    out_full = np.zeros(n) if full else None
+    out_margin = np.zeros(n) if margin and C > 1 else None
+    for pos, end, cells in baseline_cells(off, cols, g, G, card, weights):
+        cells = reduce(torch.from_numpy(cells)).numpy()
+        nb = end - pos
+        if out_full is not None:
+            out_full[pos:end] = _xlogx_float(cells).reshape(nb, -1).sum(1)
+        if out_margin is not None:
+            out_margin[pos:end] = _xlogx_float(cells.reshape(nb, card, G // C, C).sum(3)).reshape(nb, -1).sum(1)
+    if out_margin is None and margin:
+        out_margin = out_full
+    return out_full, out_margin
+
+
 #: A block's off-baseline cells are counted by a histogram while it has at most this many cells per
 #: entry and at most ``_HIST_MAX_CELLS`` cells (then its passes stay near the cache); else by sorting.
 _HIST_CELLS_PER_ENTRY = 12
@@ -274,9 +328,10 @@ class Baseline(Strategy):
 
     def applies(self, req: Request) -> str | None:
         d = self.data
-        if d.sparse is not None and d.weighted and req.kind != "relevance":  # float sums of weights
-            if d.distributed or not d.complete:
-                return "distributed rows or missing entries (it counts complete rows in one process)"
+        if d.sparse is not None and (d.distributed or (d.weighted and req.kind != "relevance")):
+            # every cell, summed over the ranks (baseline 0 on all of them), or float sums of weights
+            if not d.complete:
+                return "missing entries (it counts complete rows)"
             return None if d.codes.device.type == "cpu" else "the codes are not on the CPU"
         why = entropy_sums_refusal(d, req)
         if why is not None:
@@ -299,10 +354,10 @@ class Baseline(Strategy):
         N, M, I = d.n_features, d.n_total, d.max_card
         # the share of entries off the baseline: known once the entries are made, else the
         # class table's counts tell (the most frequent value of each feature)
-        if self._off is not None:
+        if d.sparse is not None:  # of every rank when distributed: the ranks estimate alike
+            frac = d.sparse.nnz_all / max(1, N * M)
+        elif self._off is not None:
             frac = self._off.nnz / max(1, N * M)
-        elif d.sparse is not None:
-            frac = d.sparse.nnz / max(1, N * M)
         else:
             frac = _off_fraction(d)
         if frac > _costs.BASELINE_MAX_OFF and d.sparse is None:  # little to save: never chosen, still counts when forced by name
@@ -330,8 +385,11 @@ class Baseline(Strategy):
         M, I = d.n_total, d.max_card
         y = d.labels()
         w = d.sparse.weights if d.sparse is not None else None
+        # distributed: every cell counted here and summed over the ranks, then the sums of c log c
+        sums = (functools.partial(_reduced_entropy_sums, d.reduce) if d.distributed
+                else functools.partial(baseline_entropy_sums, M=M))
         if req.kind == "relevance":
-            xb, x = baseline_entropy_sums(off, None, y, d.n_classes, d.n_classes, I, M, True)
+            xb, x = sums(off, None, y, d.n_classes, d.n_classes, I, margin=True, weights=w)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})
         need = _missing_entropies(req)
         C = 1 if req.kind == "pair_free" else d.n_classes
@@ -346,8 +404,8 @@ class Baseline(Strategy):
             a = d.column_codes(req.j).astype(np.int64)
             g = a * C + (y if C > 1 else 0)
             cols = req.cols
-        xab, xa = baseline_entropy_sums(off, cols, g, A * C, C, I, M, "h_xa" in need and C > 1,
-                                        full="h_xab" in need or C == 1, weights=w)
+        xab, xa = sums(off, cols, g, A * C, C, I, margin="h_xa" in need and C > 1, full="h_xab" in need or C == 1,
+                       weights=w)
         if C == 1:
             xa, xab = xab, None
         return d.entropies_from_sums(req, {"h_xab": xab, "h_xa": xa})

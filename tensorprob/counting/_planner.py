@@ -333,6 +333,9 @@ class Planner:
             self.plan.record(req.kind, best.name, None)
             return best
         sig = getattr(self.data, "signature", None)
+        # distributed: no decision remembered across runs (keyed by this rank's rows, it could differ by rank)
+        if getattr(self.data, "distributed", False):
+            sig = None
         full = None if sig is None else (key, sig(), self.expected.get(req.kind, 0), tuple(_REGISTRY),
                                          _config.setting("memory_budget"))
         known = None if full is None or best is not None else _DECISIONS.get(full)

@@ -779,15 +779,16 @@ class SelectionData:
             pair's (len(sel),).
         """
         C = self.n_classes
+        m = int(self.labels().shape[0])  # the rows in memory (this rank's when distributed)
         if self._pick_slot is None:
             kt = np.int16 if self._max_card * C <= 2**15 else np.int32
             self._pick_slot = np.full(self.n_features, -1, dtype=np.int64)
-            self._pick_rows = np.empty((min(16, max(1, self.n_features)), self.n_total), dtype=kt)
+            self._pick_rows = np.empty((min(16, max(1, self.n_features)), m), dtype=kt)
         sel = np.asarray(sel, dtype=np.int64).reshape(-1)
         slot = self._pick_slot
         for s in np.unique(sel[slot[sel] < 0]).tolist():  # each pick's row made once, in the next free row
             if self._n_picks == self._pick_rows.shape[0]:
-                grown = np.empty((2 * self._n_picks, self.n_total), dtype=self._pick_rows.dtype)
+                grown = np.empty((2 * self._n_picks, m), dtype=self._pick_rows.dtype)
                 grown[:self._n_picks] = self._pick_rows
                 self._pick_rows = grown
             row = self._pick_rows[self._n_picks]

@@ -102,13 +102,16 @@ class SparseRows:
     y : ndarray of shape (M,), int64
     weights : ndarray of shape (M,), float64, or None
     n_rows, n_features, nnz : int
+    nnz_all : int
+        Stored entries of every rank (``nnz`` in one process).
     weighted, complete : bool
         Rows carry weights; no entry is missing.
     weight_total : float
         Total weight (the rows when unweighted).
     """
 
-    def __init__(self, codes: Any, y: np.ndarray, weights: np.ndarray | None, block_rows: int) -> None:
+    def __init__(self, codes: Any, y: np.ndarray, weights: np.ndarray | None, block_rows: int,
+                 distributed: bool = False) -> None:
         import scipy.sparse as sp
 
         csc = codes if isinstance(codes, sp.csc_matrix) else sp.csc_matrix(codes)  # a CSC matrix is not copied
@@ -129,6 +132,11 @@ class SparseRows:
         self.complete = not bool(csc.data.size and csc.data.min() < 0)
         self.block_rows = max(1, int(block_rows))
         self._csr = None
+        self.nnz_all = self.nnz  # of every rank: what the estimates read, the same on all of them
+        if distributed:
+            from .. import _distributed
+
+            self.nnz_all = int(_distributed.all_reduce_sum(torch.tensor([float(self.nnz)], dtype=torch.float64))[0])
 
     @property
     def nnz(self) -> int:
@@ -178,7 +186,7 @@ class SparseClass(Strategy):
 
     def seconds(self, req: Request) -> float:
         d = self.data
-        return d.sparse.nnz * 2 * _costs.KEY_S + d.n_features * d.max_card * d.n_classes * _costs.CELL_S
+        return d.sparse.nnz_all * 2 * _costs.KEY_S + d.n_features * d.max_card * d.n_classes * _costs.CELL_S
 
     def count(self, req: Request) -> torch.Tensor:
         d = self.data

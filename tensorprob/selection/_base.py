@@ -556,7 +556,7 @@ class CodedSelector(_BaseSelector):
         from ..counting._spill import default_block_rows
 
         N = int(codes.shape[1])
-        rows = SparseRows(codes, y, w, default_block_rows(N))
+        rows = SparseRows(codes, y, w, default_block_rows(N), distributed=self._dist_on)
         tdt = torch.from_numpy(np.zeros(0, codes.dtype)).dtype
         return SelectionData(torch.empty((0, N), dtype=tdt, device=device), np.asarray(cards),
                              torch.empty(0, dtype=torch.int64, device=device), n_classes, dtype=dtype,
