@@ -18,11 +18,15 @@ scaled to the vocabulary (marked "extrapolated"). "planted" is how many of the p
 the k picks hold (for scikit-learn: its top k scores). A last part (``--accuracy``) compares
 the selections downstream: on a 5-class corpus with weakly planted terms, each method selects
 on 70 % of the rows and two text classifiers are scored on the rest at k = 10, 20, 50.
-Writes ``sparse.csv``, ``sparse_accuracy.csv`` and ``sparse.md`` with the machine, date and commit.
+A ``--distributed`` part times JMI with ``distributed=True`` on 1 and 2 Gloo processes, with the
+default counting and with ``counting="reference"``.
+Writes ``sparse.csv``, ``sparse_accuracy.csv``, ``sparse_distributed.csv`` and ``sparse.md`` with the
+machine, date and commit.
 """
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -161,6 +165,59 @@ def accuracy_rows(M: int, N: int, k_list: list[int], seed: int) -> list[dict]:
     return rows
 
 
+def _dist_worker(rank: int, world: int, port: int, base: str, k: int, counting: str, queue) -> None:
+    """One rank of a distributed selection: its share of the corpus's rows, JMI with distributed=True, timed."""
+    import datetime
+
+    import scipy.sparse as sp
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    import tensorprob as tp
+
+    X = sp.load_npz(base + "_X.npz").tocsr()
+    y = np.load(base + "_meta.npz")["y"]
+    cuts = np.linspace(0, X.shape[0], world + 1).astype(int)
+    Xr, yr = X[cuts[rank]:cuts[rank + 1]], y[cuts[rank]:cuts[rank + 1]]
+    del X
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=3600))
+    try:
+        with tp.config_context(counting=counting):
+            dist.barrier()
+            t = time.perf_counter()
+            sel = tp.JMI(k=k, distributed=True).fit(Xr, yr)
+            seconds = time.perf_counter() - t
+        queue.put((rank, seconds, sel.selected_.tolist(), str(sel.counting_plan_)))
+    finally:
+        dist.destroy_process_group()
+
+
+def distributed_rows(base: str, M: int, N: int, k: int, world: int, counting: str) -> dict:
+    """JMI at k on ``world`` Gloo processes (rows split evenly, one thread each): the slowest rank's seconds."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s_:
+        s_.bind(("127.0.0.1", 0))
+        port = s_.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_dist_worker, args=(r, world, port, base, k, counting, queue)) for r in range(world)]
+    for p_ in procs:
+        p_.start()
+    out = [queue.get(timeout=7200) for _ in procs]
+    for p_ in procs:
+        p_.join()
+    picks = {tuple(o[2]) for o in out}
+    plan = next(o[3] for o in out if o[0] == 0)
+    return dict(part="distributed", size=f"{M:,} x {N:,}", method="JMI", k=k, processes=world, counting=counting,
+                seconds=round(max(o[1] for o in out), 3), same_picks_on_ranks=len(picks) == 1,
+                pair_strategy=(re.search(r"^pair: (\S+)", plan, re.M) or re.search("(.*)", plan)).group(1))
+
+
 def main() -> None:
     ap = SCRIPT.bench_parser("two small corpora (seconds), for a check of the script", peers=True)
     ap.set_defaults(repeats=3)
@@ -182,9 +239,13 @@ def main() -> None:
     ap.add_argument("--accuracy", default="20000x20000",
                     help="ROWSxVOCABULARY of the downstream-accuracy part (5 classes, 100 planted terms; "
                     "'' skips it; default 20000x20000)")
+    ap.add_argument("--distributed", default="50000x10000",
+                    help="ROWSxVOCABULARY of the distributed part: JMI at k = 10 on 1 and 2 Gloo processes (rows "
+                    "split evenly, one thread each), the default counting against counting='reference' ('' skips "
+                    "it; default 50000x10000)")
     args = SCRIPT.start(ap)
     if SCRIPT.quick:
-        args.sizes, args.k, args.accuracy = "20000x5000", 10, "3000x2000"
+        args.sizes, args.k, args.accuracy, args.distributed = "20000x5000", 10, "3000x2000", "5000x2000"
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",") if s]
     rows, failed = [], []
     t_start = time.perf_counter()
@@ -231,22 +292,39 @@ def main() -> None:
         M, N = (int(v) for v in args.accuracy.lower().split("x"))
         acc = accuracy_rows(M, N, [10, 20, 50] if not SCRIPT.quick else [5, 10], 0)
         SCRIPT.write_csv("accuracy", acc)
+    dist_rows = []
+    if args.distributed:
+        M, N = (int(v) for v in args.distributed.lower().split("x"))
+        base = make_corpus(args.cache, M, N, args.nnz, 0)
+        for world in (1, 2):
+            for counting in ("auto", "reference"):
+                dist_rows.append(distributed_rows(base, M, N, 10, world, counting))
+                print(dist_rows[-1], flush=True)
+                SCRIPT.write_csv("distributed", dist_rows)
     cols = ["size", "csr_mb", "library", "method", "k", "seconds", "timing", "peak_mb", "planted", "note"]
     minutes = (time.perf_counter() - t_start) / 60
     text = "\n".join([
         "# Selection on sparse corpora (issue 46)", "",
         SCRIPT.header() + f"; {minutes:.1f} min", "",
-        f"Zipf corpora of `make_sparse_corpus` ({args.nnz:g} tokens a row, 2 classes, 20 planted terms); "
-        "`seconds`: one `fit` on the CSR matrix (encoding included), median of warm calls or one call; "
-        "`peak_mb`: resident-set high-water mark during the call above the resident set before it; "
-        "`csr_mb`: the CSR matrix (data, indices, pointers).", "",
-        markdown(rows, cols), "",
+        f"Zipf corpora of `make_sparse_corpus` ({args.nnz:g} tokens a row, 2 classes, 20 planted terms)"
+        + ("; `seconds`: one `fit` on the CSR matrix (encoding included), median of warm calls or one call; "
+           "`peak_mb`: resident-set high-water mark during the call above the resident set before it; "
+           "`csr_mb`: the CSR matrix (data, indices, pointers)." if rows else "."), "",
+        *([markdown(rows, cols), ""] if rows else []),
         *(["## Downstream accuracy at equal k", "",
            f"A {acc[0]['size']} corpus (5 classes, 100 planted terms, effect 6), stratified 70/30 split: "
            "each method selects on the 70 % (`select_s`: its time, one thread), a multinomial naive Bayes and a "
            "linear SVM (C = 0.1) on the selected columns are scored on the 30 %; `planted`: planted terms among "
            "the k.", "",
-           markdown(acc, ["method", "k", "select_s", "planted", "naive_bayes", "linear_svm"]), ""] if acc else [])])
+           markdown(acc, ["method", "k", "select_s", "planted", "naive_bayes", "linear_svm"]), ""] if acc else []),
+        *(["## Distributed selection", "",
+           f"JMI at k = 10 with `distributed=True` on a {dist_rows[0]['size']} corpus, the rows split evenly over "
+           "Gloo processes on this machine (one thread each; `seconds`: the slowest process, setup included), with "
+           "the default counting (the pair tables' cells from each rank's stored entries, summed over the ranks) "
+           "and with `counting='reference'` (dense blocks of each rank's rows); `same_picks_on_ranks`: every "
+           "process returned the same picks.", "",
+           markdown(dist_rows, ["size", "processes", "counting", "pair_strategy", "seconds", "same_picks_on_ranks"]),
+           ""] if dist_rows else [])])
     SCRIPT.publish(text)
     SCRIPT.done(failed)
 
