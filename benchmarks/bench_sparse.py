@@ -78,7 +78,7 @@ def _reset_peak() -> bool:
         return False
 
 
-def prepare(base: str, method: str, k: int, mi_columns: int, threads: int):
+def prepare(base: str, method: str, k: int, mi_columns: int, threads: int, device: str = "cpu"):
     """Load the corpus (untimed) and return the timed call; its result gives planted hits and peak memory."""
     import scipy.sparse as sp
     import torch
@@ -116,7 +116,11 @@ def prepare(base: str, method: str, k: int, mi_columns: int, threads: int):
                 tp.fit_cpd(X, rank=10, y=y, n_restarts=1, n_iter_max=20, tol=0, random_state=0, device="cpu")
             picks, cols = [], X.shape[1]
         else:
-            picks = getattr(tp, method)(k=k).fit(X, y).selected_
+            picks = getattr(tp, method)(k=k, device=device).fit(X, y).selected_
+            if device != "cpu":
+                import torch
+
+                torch.cuda.synchronize()
             cols = X.shape[1]
         peak = _rss()[1] - before if ok else float("nan")
         return {"finish": lambda: dict(planted=len(planted & set(np.asarray(picks).tolist())) if len(picks) else "",
@@ -260,8 +264,11 @@ def main() -> None:
         methods = args.methods.split(",") if M < 1_000_000 else args.big_methods.split(",")
         if not args.no_peers:
             methods = methods + ["chi2", "mutual_info_classif"]
-        for method in methods:
-            job = (base, method, args.k, args.mi_columns, args.threads)
+        # a CUDA column where a device is asked for: the selectors (the CPD fits sparse input on the CPU)
+        runs = [(m, "cpu") for m in methods] + [(m, dev) for dev in args.device_list if dev != "cpu"
+                                                 for m in methods if m in METHODS]
+        for method, device in runs:
+            job = (base, method, args.k, args.mi_columns, args.threads, device)
             res = measure_in_child(prepare, job, repeats=0, timeout=3600.0)  # the first call alone
             if res["status"] == "ok" and res["first"] < args.repeat_under:  # quick enough for warm repeats
                 res = measure_in_child(prepare, job, repeats=args.repeats, timeout=3600.0)
@@ -281,7 +288,7 @@ def main() -> None:
                 failed.append(f"{method} {M}x{N}")
             lib = "scikit-learn" if method in ("chi2", "mutual_info_classif") else "tensorprob"
             rows.append(dict(size=f"{M:,} x {N:,}", rows=M, vocabulary=N, nnz=nnz, csr_mb=round(csr_mb, 1),
-                             library=lib, method=method, k="" if method == "fit_cpd" else args.k,
+                             library=lib, device=device, method=method, k="" if method == "fit_cpd" else args.k,
                              seconds=round(t, 3), timing=how,
                              first_s=round(first, 3), peak_mb=round(info.get("peak", float("nan")) / 2**20, 1),
                              planted=info.get("planted", ""), status=res["status"], note=note))
@@ -301,7 +308,7 @@ def main() -> None:
                 dist_rows.append(distributed_rows(base, M, N, 10, world, counting))
                 print(dist_rows[-1], flush=True)
                 SCRIPT.write_csv("distributed", dist_rows)
-    cols = ["size", "csr_mb", "library", "method", "k", "seconds", "timing", "peak_mb", "planted", "note"]
+    cols = ["size", "csr_mb", "library", "device", "method", "k", "seconds", "timing", "peak_mb", "planted", "note"]
     minutes = (time.perf_counter() - t_start) / 60
     text = "\n".join([
         "# Selection on sparse corpora (issue 46)", "",
