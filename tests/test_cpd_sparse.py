@@ -266,6 +266,10 @@ def _dist_cpd_job(rank, world, cuts, chunked):
             model = tp.fit_cpd(S, y=y[a:b], sample_weight=w[a:b], **kw)
         out[name] = (model.n_iter_, model.loglik_history_.tolist(), model.weights.tolist(),
                      [f.tolist() for f in model.factors])
+    try:  # equal-frequency bins need the rows' samples, not summarized across ranks
+        tp.fit_cpd(sp.csr_matrix(Xf[a:b]), rank=2, discretizer="quantile", device="cpu", distributed=True)
+    except NotImplementedError as exc:
+        out["quantile"] = str(exc)
     return out
 
 
@@ -288,6 +292,7 @@ def test_sparse_distributed_fit_equals_one_process(chunked, dtype):
     for cuts in ((0, 130, 300), (0, 0, 300)):  # uneven; a rank without rows
         for status, got in run_ranks(_dist_cpd_job, 2, (cuts, chunked)):
             assert status == "ok", got
+            assert "distributed=True with sparse X: discretizer='uniform'" in got.pop("quantile", "")
             for name, model in ref.items():
                 n_iter, hist, weights, factors = got[name]
                 assert n_iter == model.n_iter_, name

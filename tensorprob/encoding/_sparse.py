@@ -338,7 +338,7 @@ def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None
     """
     from ._numbers import sample_cap
 
-    _check_summarized(encoder, "sparse row chunks")
+    _check_summarized(encoder, "distributed=True with sparse X" if distributed else "sparse row chunks")
     limit = encoder._limit()
 
     def local() -> Any:
