@@ -159,6 +159,20 @@ def test_cpd_estimator_fits_sparse(dtype):
     assert np.isclose(got.score(S, y), ref.score(X, y), **t)
 
 
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")  # the test's own DIA copy
+@pytest.mark.parametrize("fmt", ["dok", "lil", "dia", "bsr"])
+def test_every_sparse_format_fits_and_scores(fmt, dtype):
+    """Formats without min / max of their own (DOK, LIL, DIA) and BSR: the CSR fit, and its predictions."""
+    X, y = _counts(12)
+    for data in (X, X * 0.5):  # codes, and floats binned
+        kw = dict(rank=2, y=y, random_state=0, n_restarts=1, device="cpu")
+        ref = tp.fit_cpd(sp.csr_matrix(data), **kw)
+        S = sp.csr_matrix(data).asformat(fmt)
+        got = tp.fit_cpd(S, **kw)
+        _same_model(ref, got, dtype)
+        np.testing.assert_array_equal(got.predict(S), ref.predict(data))
+
+
 def test_sparse_rows_score_as_their_dense_copies(dtype):
     """log_prob, posterior and predictions of sparse rows (raw values or codes) equal those of the dense rows."""
     X, y = _counts(11, values=5)

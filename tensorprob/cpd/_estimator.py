@@ -252,4 +252,5 @@ class CPD(CachedParamNames, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
+        tags.input_tags.sparse = True  # fitted and scored from the stored entries
         return tags

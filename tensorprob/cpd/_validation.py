@@ -140,6 +140,8 @@ def prepare_sparse_parts(parts: Any, n_cols: int, y: Any, *, cardinalities: Any,
     def local() -> tuple:
         M, ints, neg, top = 0, True, False, np.full(n_cols, -1, dtype=np.int64)
         for X in parts():
+            if X.format not in ("csr", "csc", "coo", "bsr"):  # DOK, LIL, DIA: no min / max of their own
+                X = X.tocsr()
             M += int(X.shape[0])
             ints &= X.dtype.kind in "iu"
             if X.nnz:
