@@ -159,6 +159,11 @@ def halving_reduce(a: np.ndarray, op: np.ufunc) -> np.ndarray:
     return a[0]
 
 
+def is_sparse(X: object) -> bool:
+    """Whether ``X`` is a scipy.sparse matrix or array (told without importing SciPy, for dense input)."""
+    return hasattr(X, "tocsr") and hasattr(X, "nnz")
+
+
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     """Detach, move to the CPU and convert to NumPy."""
     return t.detach().cpu().numpy()

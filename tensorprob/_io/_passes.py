@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _distributed
 from .._config import get_config
+from .._device import is_sparse
 from ..encoding import Encoded, Encoder
 from ..encoding._codes import check_encoded
 from ..encoding._columns import _missing_keys
@@ -139,10 +140,6 @@ def _changed(what: str) -> ValueError:
                       "the same chunks each time (a callable that returns a fresh iterator over the same data)")
 
 
-def _is_sparse(X: Any) -> bool:
-    return hasattr(X, "tocsr") and hasattr(X, "nnz")  # scipy.sparse, without importing SciPy for dense chunks
-
-
 class SparseChunkError(TypeError):
     """Pass 1 found sparse matrices as row chunks: the caller reads them by its sparse path (raised on every rank)."""
 
@@ -168,7 +165,7 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
     def local() -> tuple:
         n_rows, n_cols, labels, weights = 0, None, [], []
         for i, (X, y, w) in enumerate(chunks):
-            if not _is_sparse(X):
+            if not is_sparse(X):
                 raise TypeError(f"chunk {i} is dense while another chunk is sparse: the chunks must all be sparse "
                                 "or all dense")
             if n_cols is not None and X.shape[1] != n_cols:
@@ -226,7 +223,7 @@ class _Pass1:
 
     def add(self, i: int, X: Any, y: Any, w: Any) -> bool:
         """Take chunk ``i`` into the summary; False when it is a sparse first chunk (the pass stops there)."""
-        if _is_sparse(X):
+        if is_sparse(X):
             if i:
                 raise TypeError(f"chunk {i} is sparse while another chunk is dense: the chunks must all be sparse or "
                                 "all dense")

@@ -284,7 +284,7 @@ def _reduced_entropy_sums(reduce: Any, off: OffBaseline, cols: np.ndarray | None
         if out_full is not None:
             out_full[pos:end] = _xlogx_float(cells).reshape(nb, -1).sum(1)
         if out_margin is not None:
-            out_margin[pos:end] = _xlogx_float(cells.reshape(nb, card, G // C, C).sum(3)).reshape(nb, -1).sum(1)
+            out_margin[pos:end] = _xlogx_float(_axis_sum(cells.reshape(nb, card, G // C, C), 3)).reshape(nb, -1).sum(1)
     if out_margin is None and margin:
         out_margin = out_full
     return out_full, out_margin

@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._config import get_config
-from .._device import RandomStateLike, make_generator, resolve_device, resolve_dtype, to_numpy
+from .._device import RandomStateLike, chunk_ranges, is_sparse, make_generator, resolve_device, resolve_dtype, to_numpy
 from .._docstrings import fill_doc
 from ..counting._sparse_rows import SparseCodeRows
 from ..information._cpd import Estimate, LatentClassBatch, information
@@ -523,7 +522,7 @@ class CPDModel:
             X, codes = X.codes, True
         if codes is None:
             codes = self.encoder_ is None
-        if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing SciPy for dense rows
+        if is_sparse(X):
             return self._sparse_codes(X, variables, codes)
         if not codes:
             if self.encoder_ is None:
@@ -550,15 +549,9 @@ class CPDModel:
             if X.ndim != 2:
                 raise ValueError(f"X must be 2-D (n_samples, n_variables), got shape {X.shape}")
         width, M = int(X.shape[1]), int(X.shape[0])
-        if width == N:
-            src = {n: n for n in var}
-        elif width == len(var):
-            src = {n: j for j, n in enumerate(var)}
-        elif t is not None and width == N - 1 and t not in var:
-            src = {n: feats.index(n) for n in var}
-        else:
-            want = f"{N}" if variables is None else f"{N} or {len(var)} (one per variable)"
-            raise ValueError(f"X has {width} columns, expected {want}")
+        wanted = set(var)
+        src = {int(n): j for j, n in enumerate(self._column_variables(width, var, variables is not None, True))
+               if n in wanted}
 
         def column(j: int) -> np.ndarray:
             return np.asarray(X.iloc[:, j]) if frame else X[:, j]
@@ -636,23 +629,37 @@ class CPDModel:
             T = T[None, :] if T.numel() == (N if variables is None else len(var)) else T[:, None]
         if T.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_variables), got shape {tuple(T.shape)}")
+        of_col = self._column_variables(int(T.shape[1]), var, variables is not None, False)
         if T.shape[1] == N:
             full = T
-        elif variables is not None and T.shape[1] == len(var):
-            full = torch.full((T.shape[0], N), -1, dtype=torch.int64, device=self.device)
-            full[:, var] = T
         else:
-            want = f"{N}" if variables is None else f"{N} or {len(var)} (one per variable)"
-            raise ValueError(f"X has {T.shape[1]} columns, expected {want}")
+            full = torch.full((T.shape[0], N), -1, dtype=torch.int64, device=self.device)
+            full[:, torch.as_tensor(of_col, device=self.device)] = T
         cards = torch.as_tensor(self.cardinalities, device=self.device)
         sub = full[:, var]
         bad = (sub < -1) | (sub >= cards[var][None, :])
         if bool(bad.any()):
             r, c = (int(v) for v in torch.nonzero(bad)[0])
-            n = var[c]
-            raise ValueError(f"code out of range in column {n} ({self.variable_names[n]!r}): value {int(sub[r, c])} "
-                             f"at row {r}, expected 0..{int(cards[n]) - 1} or -1 for missing")
+            raise self._out_of_range(var[c], int(sub[r, c]), r)
         return full, var
+
+    def _column_variables(self, width: int, var: list[int], given: bool, features: bool) -> np.ndarray:
+        """The variable each of ``width`` columns holds: all N, one per entry of ``var`` (``given``: the caller
+        named them), or, for raw data (``features``), the N - 1 features of a model whose label is not asked for."""
+        N, t = self.n_variables, self.target
+        if width == N:
+            return np.arange(N)
+        if given and width == len(var):
+            return np.asarray(var)
+        if features and t is not None and width == N - 1 and t not in var:
+            return np.asarray([n for n in range(N) if n != t])
+        want = f"{N}" if not given else f"{N} or {len(var)} (one per variable)"
+        raise ValueError(f"X has {width} columns, expected {want}")
+
+    def _out_of_range(self, n: int, value: int, row: int) -> ValueError:
+        """The error of a code outside variable ``n``'s alphabet (and not -1, missing)."""
+        return ValueError(f"code out of range in column {n} ({self.variable_names[n]!r}): value {value} at row {row}, "
+                          f"expected 0..{int(self.cardinalities[n]) - 1} or -1 for missing")
 
     def _sparse_codes(self, X: Any, variables: Sequence[int] | None, codes: bool) -> tuple[SparseCodeRows, list[int]]:
         """A scipy.sparse X as :class:`SparseCodeRows` in the model's variables, and the variables to score.
@@ -673,15 +680,7 @@ class CPDModel:
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_variables), got shape {tuple(X.shape)}")
         width = int(X.shape[1])
-        if width == N:
-            of_col = np.arange(N)
-        elif width == len(var):
-            of_col = np.asarray(var)
-        elif t is not None and width == N - 1:
-            of_col = np.asarray(feats)
-        else:
-            want = f"{N}" if variables is None else f"{N} or {len(var)} (one per variable)"
-            raise ValueError(f"X has {width} columns, expected {want}")
+        of_col = self._column_variables(width, var, variables is not None, not codes)  # as for dense rows
         base = np.zeros(N, dtype=np.int64)
         if codes:
             csr = sp.csr_matrix(X, copy=True)
@@ -698,10 +697,7 @@ class CPDModel:
             bad = np.flatnonzero((csr.data < -1) | (csr.data >= cards))
             if bad.size:
                 r = int(np.searchsorted(csr.indptr, bad[0], side="right") - 1)
-                n = int(of_col[csr.indices[bad[0]]])
-                raise ValueError(f"code out of range in column {n} ({self.variable_names[n]!r}): value "
-                                 f"{int(csr.data[bad[0]])} at row {r}, expected 0..{int(self.cardinalities[n]) - 1} "
-                                 "or -1 for missing")
+                raise self._out_of_range(int(of_col[csr.indices[bad[0]]]), int(csr.data[bad[0]]), r)
         else:
             if self.encoder_ is None:
                 raise ValueError("this model has no encoder (it was built from parameters or fitted to codes): "
@@ -741,11 +737,8 @@ class CPDModel:
         finite = torch.empty((M, F), dtype=dt, device=dev)
         zeros = torch.empty((M, F), dtype=dt, device=dev)
         itemsize = torch.finfo(dt).bits // 8
-        per_entry = 6 * F * itemsize + 32
-        step = max(1, int(get_config()["memory_budget"] // max(1, per_entry * max(1, rows.nnz // max(1, M)) + 2 * F
-                                                                 * itemsize)))
-        for s in range(0, M, step):
-            e = min(M, s + step)
+        per_row = (6 * F * itemsize + 32) * max(1, rows.nnz // max(1, M)) + 2 * F * itemsize  # its entries' temporaries
+        for s, e in chunk_ranges(M, per_row):
             r, c, x = (torch.as_tensor(a, device=dev) for a in rows.entries(s, e))
             keep = in_var[c]
             r, c, x = r[keep], c[keep], x[keep]

@@ -341,14 +341,17 @@ def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None
     _check_summarized(encoder, "distributed=True with sparse X" if distributed else "sparse row chunks")
     limit = encoder._limit()
 
+    def combine(summary: Summary | None, part: Summary) -> Summary:
+        return part if summary is None else summary.combine(part, limit,
+                                                            sample_cap(part.n_features, get_config()["memory_budget"]))
+
     def local() -> Any:
         summary = None
         for X in parts():
             part = _part_summary(encoder, X, None)
             if summary is not None and part.n_features != summary.n_features:
                 raise ValueError(f"a sparse chunk has {part.n_features} columns, the first had {summary.n_features}")
-            summary = part if summary is None else summary.combine(
-                part, limit, sample_cap(part.n_features, get_config()["memory_budget"]))
+            summary = combine(summary, part)
         return summary
 
     if distributed:
@@ -362,9 +365,8 @@ def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None
             raise ValueError(f"distributed fit: the sparse chunks of the ranks differ in (number of columns, dtype "
                              f"kind): {sorted(shapes)}")
         summary = None
-        for s in every:
-            summary = s if summary is None else summary.combine(
-                s, limit, sample_cap(s.n_features, get_config()["memory_budget"]))
+        for s in every:  # rank order, as gather() combines
+            summary = combine(summary, s)
     else:
         summary = local()
     if summary is None or summary.n_rows == 0:
