@@ -12,7 +12,9 @@
 # device returns at most 8 files per call. BUDGET_S bounds the whole run,
 # BENCH_S bench_gpu.py (SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip; BATCHED_DATA,
 # BATCHED_WEIGHTS and BATCHED_METHODS its --data, --weights and --methods);
-# the tests (TESTS, default: the whole suite) get what is left.
+# the tests (TESTS, default: the whole suite) get what is left, or TESTS_S seconds first when
+# TESTS_FIRST=1 (correctness before timings when the lease is short); SPARSE_S bounds
+# bench_sparse.py's CUDA column (0: skip; SPARSE_SIZES its --sizes).
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
@@ -38,7 +40,19 @@ print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton._
 print(torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0))
 from tensorprob.ops import use_triton; print('use_triton', use_triton(torch.zeros(1, device='cuda')))"
 } >> "$OUT/env.txt" 2>&1
+run_tests() {
+    # one CPU thread per worker: 14 workers x torch's 16 default threads starved the 16 cores (2026-11-26);
+    # each failure is written to failures.txt as it happens (the summary is lost when the run is cut off)
+    export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TENSORPROB_FAILURE_LOG="$OUT/failures.txt"
+    timeout "$1" python3 -m pytest -p no:cacheprovider --device cuda -n "${WORKERS:-14}" --timeout 150 \
+        --ignore tests/test_notebooks.py -rfE --tb=short --durations=40 -v ${TESTS:-} \
+        > "$OUT/pytest.log" 2>&1
+    echo "[pytest rc $? at $(( $(date +%s) - T0 )) s]"
+    tail -n 60 "$OUT/pytest.log"
+}
+
 echo "[env done at $(( $(date +%s) - T0 )) s]"
+[ "${TESTS_FIRST:-0}" = 1 ] && run_tests "${TESTS_S:-240}"
 
 timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
     --profile-jobs "${PROFILE_JOBS:-}" --kernel-sets "${KERNEL_SETS:-mnist,planted}" --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
@@ -52,14 +66,13 @@ if [ "${BATCHED_S:-60}" -gt 0 ]; then
     echo "[bench_batched rc $? at $(( $(date +%s) - T0 )) s]"
 fi
 
-# one CPU thread per worker: 14 workers x torch's 16 default threads starved the 16 cores (2026-11-26);
-# each failure is written to failures.txt as it happens (the summary is lost when the run is cut off)
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TENSORPROB_FAILURE_LOG="$OUT/failures.txt"
-timeout "$(( $(left) - 10 ))" python3 -m pytest -p no:cacheprovider --device cuda -n "${WORKERS:-14}" --timeout 150 \
-    --ignore tests/test_notebooks.py -rfE --tb=short --durations=40 -v ${TESTS:-} \
-    > "$OUT/pytest.log" 2>&1
-echo "[pytest rc $? at $(( $(date +%s) - T0 )) s]"
-tail -n 60 "$OUT/pytest.log"
+if [ "${SPARSE_S:-0}" -gt 0 ]; then
+    timeout "${SPARSE_S}" python3 benchmarks/bench_sparse.py --devices cuda --no-peers --tag cuda \
+        --sizes "${SPARSE_SIZES:-200000x50000,1000000x100000}" --accuracy '' --distributed '' --out-dir "$OUT" > "$OUT/bench_sparse.log" 2>&1
+    echo "[bench_sparse rc $? at $(( $(date +%s) - T0 )) s]"
+fi
+
+[ "${TESTS_FIRST:-0}" = 1 ] || run_tests "$(( $(left) - 10 ))"
 
 # the 8-file limit of a device call: one archive of everything (the log's tail was printed above)
 ( cd "$OUT" && tar czf /tmp/gpu_out.tgz . && find . -mindepth 1 -delete && mv /tmp/gpu_out.tgz gpu_out.tgz )
