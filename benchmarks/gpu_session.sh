@@ -10,7 +10,7 @@
 # the run should read them, as a git-ignored copy in .data/skfeature/ (carry both: about 50 MB;
 # never committed). Everything written to $OUT ends up in one archive, $OUT/gpu_out.tgz: the
 # device returns at most 8 files per call. BUDGET_S bounds the whole run,
-# BENCH_S bench_gpu.py (SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip; BATCHED_DATA,
+# BENCH_S bench_gpu.py (0: skip; SECTIONS its sections), BATCHED_S bench_batched.py's CUDA run (0: skip; BATCHED_DATA,
 # BATCHED_WEIGHTS and BATCHED_METHODS its --data, --weights and --methods);
 # the tests (TESTS, default: the whole suite) get what is left, or TESTS_S seconds first when
 # TESTS_FIRST=1 (correctness before timings when the lease is short); SPARSE_S bounds
@@ -54,9 +54,11 @@ run_tests() {
 echo "[env done at $(( $(date +%s) - T0 )) s]"
 [ "${TESTS_FIRST:-0}" = 1 ] && run_tests "${TESTS_S:-240}"
 
-timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
-    --profile-jobs "${PROFILE_JOBS:-}" --kernel-sets "${KERNEL_SETS:-mnist,planted}" --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
-echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
+if [ "${BENCH_S:-240}" -gt 0 ]; then
+    timeout "${BENCH_S:-240}" python3 benchmarks/bench_gpu.py --sections ${SECTIONS:-syncs,kernels,em,select,vmi,gsm,profile,memory} \
+        --profile-jobs "${PROFILE_JOBS:-}" --kernel-sets "${KERNEL_SETS:-mnist,planted}" --out-dir "$OUT" > "$OUT/bench_gpu.log" 2>&1
+    echo "[bench_gpu rc $? at $(( $(date +%s) - T0 )) s]"
+fi
 
 # issue 17's GPU target: B = 100 bootstrap selections in under 5x the time of one (MNIST-5k, k = 50)
 if [ "${BATCHED_S:-60}" -gt 0 ]; then
@@ -68,7 +70,7 @@ fi
 
 if [ "${SPARSE_S:-0}" -gt 0 ]; then
     timeout "${SPARSE_S}" python3 benchmarks/bench_sparse.py --devices cuda --no-peers --tag cuda \
-        --sizes "${SPARSE_SIZES:-200000x50000,1000000x100000}" --accuracy '' --distributed '' --out-dir "$OUT" > "$OUT/bench_sparse.log" 2>&1
+        --sizes "${SPARSE_SIZES:-200000x50000,1000000x100000}" --methods "${SPARSE_METHODS:-MIM,MRMR,JMI,CMIM}" --accuracy '' --distributed '' --out-dir "$OUT" > "$OUT/bench_sparse.log" 2>&1
     echo "[bench_sparse rc $? at $(( $(date +%s) - T0 )) s]"
 fi
 

@@ -25,11 +25,12 @@ def tols(dtype, rtol=1e-7, atol=1e-10):
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
-def force_grouped(monkeypatch, on: bool) -> None:
-    """Make every decision for or against the grouped counts (``grouped_is_cheaper``) say ``on``."""
-    from tensorprob.counting import _selection, _tables
-    for module in (_tables, _selection):
-        monkeypatch.setattr(module, "grouped_is_cheaper", lambda *a, on=on: on)
+def skip_unless_counts_on(strategy: str, device: str) -> None:
+    """Skip a test of ``strategy`` in a lane whose device it does not count on (the NumPy strategies: the CPU)."""
+    from tensorprob.counting import strategies
+
+    if strategy not in ("reference", "auto") and strategy not in strategies(device=device):
+        pytest.skip(f"the {strategy!r} strategy does not count codes on {device}")
 
 
 def dense_pmf(weights, factors):

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from _helpers import tols
+from _helpers import skip_unless_counts_on, tols
 
 import tensorprob as tp
 from tensorprob.counting import SelectionData, _batched, strategies
@@ -193,7 +193,7 @@ def _strategy_cases():
 
 
 @pytest.mark.parametrize("method, strategy, case", _strategy_cases())
-def test_members_strategy_equals_the_reference_and_separate_runs(monkeypatch, method, strategy, case, dtype):
+def test_members_strategy_equals_the_reference_and_separate_runs(monkeypatch, method, strategy, case, dtype, device):
     """Each strategy of kind "members", forced, counts every table of the batch; its picks and scores are the
     reference's and every member's separate ``sample_weight`` run's (the tables are the same exact integers).
 
@@ -201,6 +201,7 @@ def test_members_strategy_equals_the_reference_and_separate_runs(monkeypatch, me
     member counts and missing entries; ``folds-complete``: the same without rows left out or missing
     entries (the pattern keys complete); ``draws``: bootstrap and Poisson weights on most rows.
     """
+    skip_unless_counts_on(strategy, device)
     X, y, cards, W = _case(case)
     ref = _reference_runs(method, case, dtype)
     served = []
@@ -217,7 +218,7 @@ def test_members_strategy_equals_the_reference_and_separate_runs(monkeypatch, me
 
 @pytest.mark.parametrize("missing", [0.0, 0.1])
 @pytest.mark.parametrize("method", ["jmi", "mrmr", "cmim", "disr", "mifs"])
-def test_stacked_member_quantities_equal_separate_runs(monkeypatch, method, missing):
+def test_stacked_member_quantities_equal_separate_runs(monkeypatch, method, missing, device):
     """The members' quantities computed from their stacked tables (the GPU's way) equal separate runs."""
     monkeypatch.setattr(_batched, "STACK_ON_CPU", True)
     calls = []
@@ -227,7 +228,9 @@ def test_stacked_member_quantities_equal_separate_runs(monkeypatch, method, miss
     X, y = _codes(seed=21, missing=missing)
     cards = np.full(X.shape[1], 3)
     W = _weights(len(y), seed=22)
-    with tp.config_context(counting="members-int8"):  # tables (the raw quantities take no stack)
+    # tables (the raw quantities take no stack); off the CPU the float32 products'
+    counting = "members-int8" if "members-int8" in strategies(device=device) else "members-products"
+    with tp.config_context(counting=counting):
         sel = get_selector(method)(k=6).fit(tp.Encoded(X, cards), y, resamples=W)
     assert calls and max(calls) > 1  # the stacked path ran, for several members at once
     _check_members(sel, method, X, cards, y, W, 6)
@@ -453,10 +456,13 @@ def _refusal_case(case):
 
 
 @pytest.mark.parametrize("case", ["fractional", "draws", "above 127", "many levels", "totals of 2**24", "one-hot"])
-def test_strategies_refuse_where_they_do_not_apply(case, dtype):
+def test_strategies_refuse_where_they_do_not_apply(case, dtype, device):
     """Forced where it does not apply, a strategy raises ValueError with the reason; "auto" never picks it
-    there and gives the reference's selections; the strategies that apply still do."""
+    there and gives the reference's selections; the strategies that apply still do. Off the CPU the
+    NumPy strategies refuse by the device first."""
     X, y, W, budget, refused = _refusal_case(case)
+    for strategy in set(MEMBERS) - set(strategies(device=device)):
+        refused[strategy] = "" if strategy == "members-int8-raw" else "the codes are not on the CPU"
     tol = tols(dtype, rtol=1e-12, atol=1e-14)  # fractional weights: float64 sums in another order
     with tp.config_context(**({} if budget is None else {"memory_budget": budget})):
         for strategy, why in refused.items():
@@ -621,9 +627,10 @@ def test_class_free_counts_and_their_fallback(monkeypatch, strategy, dtype):
 
 
 @pytest.mark.parametrize("strategy", TABLES)
-def test_per_sample_batch_counted_by_every_strategy(strategy, dtype):
+def test_per_sample_batch_counted_by_every_strategy(strategy, dtype, device):
     """The raw (x_c, x_j, class) tables of the per-sample criteria (PDA, VMI) by every strategy: the same
     selections as the reference."""
+    skip_unless_counts_on(strategy, device)
     X, y = _codes(seed=19, M=200, N=8)
     W = _fold_weights(len(y), seed=20)
     for method, params in (("pda", {"distribution": "amd"}), ("vmi", {"q": "naive"})):
@@ -634,9 +641,10 @@ def test_per_sample_batch_counted_by_every_strategy(strategy, dtype):
 
 
 # ------------------------------------------------------------------ the int8 products' raw quantities
-def test_auto_counts_int8_steps_raw():
+def test_auto_counts_int8_steps_raw(device):
     """Where "auto" counts a step's members by int8 products, it takes their quantities straight from the
     class-outer counts (``members-int8-raw``), as ``counts_steps_together`` and the chunk sizes assume."""
+    skip_unless_counts_on("members-int8-raw", device)
     X, y = _codes(seed=1, M=2000, N=30)
     W = np.random.default_rng(0).poisson(1.0, (len(y), 8)).astype(float)
     sel = _fit("jmi", X, y, W, 4, "auto")
@@ -645,9 +653,10 @@ def test_auto_counts_int8_steps_raw():
     assert plan.get("members-int8-raw", 0) == 3, plan  # every step's members: raw
 
 
-def test_forced_int8_raw_fit_in_chunks_equals_separate_runs(monkeypatch):
+def test_forced_int8_raw_fit_in_chunks_equals_separate_runs(monkeypatch, device):
     """Members counted two per chunk by the int8 products' raw quantities: later chunks reuse one buffer, the
     first keeps its own until the next step, and every member equals its separate run."""
+    skip_unless_counts_on("members-int8-raw", device)
     monkeypatch.setattr(BatchedSelectionData, "member_chunks",  # chunks of 2 (a memory sizing, not a cost)
                         lambda self, card_a, copies=2: [(s, min(len(self.members), s + 2))
                                                         for s in range(0, len(self.members), 2)])

@@ -1,5 +1,6 @@
 """Command line: the main jobs and one-line errors with exit status 2."""
 import json
+import re
 
 import pytest
 
@@ -97,8 +98,10 @@ def test_progress_bars_go_to_stderr_and_keep_json_clean(capsys):
     assert "EM (4 models)" in cap.err  # one model, four batched starts (the default --restarts)
     assert main(["fit-cpd", "wine", "--rank", "2", "--max-iter", "2", "--json", "--no-progress"]) == 0
     cap = capsys.readouterr()  # the library's warning is one line, without Python's file:line and source line
-    assert cap.err.splitlines() == ["tensorprob: warning: rank-2 fit did not converge in 2 iterations (last relative "
-                                    "change 1.76e-02 > tol=1e-06); raise n_iter_max or tol"]
+    err = cap.err.splitlines()  # the change itself depends on the device's random starts
+    assert len(err) == 1 and re.fullmatch(r"tensorprob: warning: rank-2 fit did not converge in 2 iterations \(last "
+                                          r"relative change \d\.\d\de[-+]\d\d > tol=1e-06\); raise n_iter_max or tol",
+                                          err[0]), err
     assert main(["select", "wine", "-k", "3", "--json", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
 

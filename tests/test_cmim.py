@@ -366,11 +366,13 @@ def test_auto_is_eager_on_streamed_data(device):
         assert_same_scores(sel.scores_, memory.scores_)
 
 
-def test_auto_is_eager_in_batches_that_count_steps_together():
+def test_auto_is_eager_in_batches_that_count_steps_together(device):
     """CMIM's lazy="auto" on data with enough features for lazy rounds: eager for the members of a batch of
     EAGER_MIN_BATCH or more that the int8 products count (``batch_counts_steps_together``); lazy below
     that, for fractional weights, and where a counting other than "auto" is set. Read in the fits' plans
     (a lazy member counts pairs) and on the members themselves; an explicit choice stands."""
+    if device != "cpu":
+        pytest.skip("the int8 products count on the CPU alone")
     from tensorprob.counting._batched import EAGER_MIN_BATCH, BatchedSelectionData
 
     X, y = _large(30, N=1200)

@@ -72,7 +72,7 @@ def test_baseline_cells_are_the_dense_tables(card, C, A, weighted):
     )
 
     X = _sparse_codes(card + 7 * C, card=card)
-    M, N = X.shape
+    M = X.shape[0]
     rng = np.random.default_rng(card)
     g = rng.integers(0, A, M) * C + rng.integers(0, C, M)
     w = rng.uniform(0.2, 2.0, M) if weighted else None

@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from _helpers import tols
+from _helpers import skip_unless_counts_on, tols
 
 import tensorprob as tp
 from tensorprob.counting import CountingPlan, SelectionData, _planner, joint_table, strategies
@@ -241,8 +241,9 @@ def test_counting_plan_is_a_mapping_that_merges():
         strategies("quadruple")
 
 
-def test_large_alphabets_few_rows_are_counted_by_sorting():
+def test_large_alphabets_few_rows_are_counted_by_sorting(device):
     """Tables of many more cells than rows (100 rows, 40 values, 10 classes): the planner sorts."""
+    skip_unless_counts_on("sorted", device)
     rng = np.random.default_rng(0)
     X, y = rng.integers(0, 40, (100, 300)), rng.integers(0, 10, 100)
     sel = tp.JMI(k=4, discretizer=None).fit(X, y)
@@ -253,9 +254,10 @@ def test_large_alphabets_few_rows_are_counted_by_sorting():
     np.testing.assert_allclose(sel.scores_, ref.scores_, rtol=1e-12)
 
 
-def test_baseline_is_left_out_where_most_entries_are_off_the_baseline():
+def test_baseline_is_left_out_where_most_entries_are_off_the_baseline(device):
     """Uniform codes of 64 values: almost every entry is off its feature's top value, so the
     planner never estimates the baseline strategy below the others; forced by name it still counts."""
+    skip_unless_counts_on("baseline", device)
     rng = np.random.default_rng(2)
     X, y = rng.integers(0, 64, (400, 60)), rng.integers(0, 2, 400)
     enc = tp.Encoded(X, np.full(60, 64))

@@ -319,6 +319,7 @@ class Baseline(Strategy):
     """
 
     name = "baseline"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
     reads_sparse = True  # the stored entries of sparse codes are its entries, at baseline 0
 
@@ -332,7 +333,7 @@ class Baseline(Strategy):
             # every cell, summed over the ranks (baseline 0 on all of them), or float sums of weights
             if not d.complete:
                 return "missing entries (it counts complete rows)"
-            return None if d.codes.device.type == "cpu" else "the codes are not on the CPU"
+            return None
         why = entropy_sums_refusal(d, req)
         if why is not None:
             return why

@@ -739,12 +739,11 @@ class MembersGrouped(Strategy):
     """:class:`MembersRows` with every count by grouped comparisons (CPU, integral weights, small alphabets)."""
 
     name = "members-grouped"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"members"})
 
     def applies(self, req: Request) -> str | None:
         b = self.data
-        if b.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
         m = req.batch
         if m.card_a not in (1, b.max_card):
             return "a pick alphabet other than the largest"
@@ -820,10 +819,11 @@ class MembersInt8(_Products):
 
     name = "members-int8"
     dtype = torch.int8
+    devices = frozenset({"cpu"})
 
     def applies(self, req: Request) -> str | None:
         if not self.data._int8_ok:
-            return "not on the CPU, weights above 127 or not integers, or no exact int8 products in this torch"
+            return "weights above 127 or not integers, or no exact int8 products in this torch"
         return super().applies(req)
 
 

@@ -22,6 +22,7 @@ class Bitsets(Strategy):
     """Class-free (x_c, x_j) tables of complete, unweighted codes on the CPU by ANDs of bitsets (:func:`bitset_pair_tables`)."""
 
     name = "bitsets"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"pair_free"})
 
     def __init__(self, data) -> None:
@@ -31,8 +32,6 @@ class Bitsets(Strategy):
 
     def applies(self, req: Request) -> str | None:
         d = self.data
-        if d.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
         if d.stream is not None:
             return "the rows are streamed"
         if not d.complete or d.weighted:

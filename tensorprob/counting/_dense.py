@@ -152,13 +152,12 @@ class ClassTable(Strategy):
     """
 
     name = "class-table"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"relevance"})
     reads_sparse = True  # it reads the class table, which the planner counts
 
     def applies(self, req: Request) -> str | None:
         d = self.data
-        if d.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
         if d.n_total > _XLOGX_MAX:
             return "more rows than the m log m lookup table holds"
         return None
@@ -248,6 +247,7 @@ class Keyed(Strategy):
     """
 
     name = "keyed"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
 
     def applies(self, req: Request) -> str | None:

@@ -345,12 +345,11 @@ class Grouped(Strategy):
     """
 
     name = "grouped"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"class", "pair", "pair_free", "pair_table"})
 
     def applies(self, req: Request) -> str | None:
         d = self.data
-        if d.codes.device.type != "cpu":
-            return "the codes are not on the CPU"
         if d.stream is not None:
             return "the rows are streamed"
         if d.codes.dtype.is_floating_point:

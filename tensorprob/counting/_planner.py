@@ -85,8 +85,10 @@ class Strategy:
     """One way of counting tables: what it applies to, its estimated cost, its count.
 
     A subclass sets the class attributes ``name`` (what ``counting_plan_`` records and
-    ``counting=`` forces), ``kinds`` (the kinds of tables it counts) and, where its count gives
-    every feature's quantities whatever the open candidates, ``subsets = False``; it implements
+    ``counting=`` forces), ``kinds`` (the kinds of tables it counts), ``devices`` where it
+    counts codes on some devices only (``frozenset({"cpu"})``: the planner asks it nothing
+    about codes elsewhere) and, where its count gives every feature's quantities whatever the
+    open candidates, ``subsets = False``; it implements
     :meth:`applies`, :meth:`seconds` and :meth:`count`, and registering it (:func:`register`)
     makes the planner consider it.
 
@@ -105,6 +107,8 @@ class Strategy:
     subsets: ClassVar[bool] = True
     # whether it counts sparse codes (SparseRows); the others read dense codes and never see them
     reads_sparse: ClassVar[bool] = False
+    # the device types of the codes it counts (the NumPy strategies: the CPU alone)
+    devices: ClassVar[frozenset[str]] = frozenset({"cpu", "cuda"})
 
     def __init__(self, data: Any) -> None:
         self.data = data
@@ -173,7 +177,7 @@ def register(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
-def strategies(kind: str | None = None) -> list[str]:
+def strategies(kind: str | None = None, device: str | None = None) -> list[str]:
     """Names of the registered counting strategies, of one kind of table or of all.
 
     Parameters
@@ -182,6 +186,9 @@ def strategies(kind: str | None = None) -> list[str]:
         One of :data:`KINDS` (``"class"``, ``"relevance"``, ``"pair"``, ``"pair_free"``,
         ``"pairs"``, ``"triple"``, ``"pair_table"``, ``"triple_table"``, ``"members"``); None
         lists every strategy.
+    device : str, optional
+        Only the strategies that count codes on this device type (``"cpu"``, ``"cuda"``); None:
+        on any.
 
     Returns
     -------
@@ -193,10 +200,14 @@ def strategies(kind: str | None = None) -> list[str]:
     >>> from tensorprob.counting import strategies
     >>> "bincount" in strategies("pair")
     True
+    >>> "sorted" in strategies("pair", device="cuda")
+    False
     """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind of table {kind!r}; one of {', '.join(KINDS)}")
-    return [n for n, c in _REGISTRY.items() if kind is None or kind in c.kinds]
+    dev = None if device is None else str(device).split(":")[0]
+    return [n for n, c in _REGISTRY.items()
+            if (kind is None or kind in c.kinds) and (dev is None or dev in c.devices)]
 
 
 def check_counting(value: str) -> str:
@@ -376,6 +387,10 @@ class Planner:
         """Why ``s`` cannot count ``req`` (None: it can)."""
         if not s.reads_sparse and getattr(self.data, "sparse", None) is not None:
             return "the codes are sparse (it reads dense codes)"
+        codes = getattr(self.data, "codes", None)
+        dev = "cpu" if codes is None else codes.device.type
+        if dev not in s.devices:
+            return "the codes are not on the CPU" if s.devices == {"cpu"} else f"the codes are on {dev}"
         return s.applies(req)
 
     @staticmethod

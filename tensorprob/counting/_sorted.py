@@ -130,6 +130,7 @@ class Sorted(Strategy):
     """
 
     name = "sorted"
+    devices = frozenset({"cpu"})
     kinds = frozenset({"relevance", "pair", "pair_free", "pairs"})
 
     def applies(self, req: Request) -> str | None:
@@ -177,8 +178,6 @@ def entropy_sums_refusal(d, req: Request) -> str | None:
     Their sums read the ``m log m`` lookup table by count, are not additive over blocks of rows,
     and leave the entropies without the pair to the class table.
     """
-    if d.codes.device.type != "cpu":
-        return "the codes are not on the CPU"
     if (d.stream is not None and d.sparse is None) or d.distributed:
         return "streamed or distributed rows (its sums are not additive over blocks of rows)"
     if not d.complete or d.weighted:

@@ -532,6 +532,10 @@ class CodedSelector(_BaseSelector):
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         device, dtype = self._device_dtype()
+        if not self._dist_on:
+            # the stored entries are counted by NumPy on the host; on a GPU sparse codes could only
+            # be read as dense blocks of rows (bench_sparse.py's CUDA column)
+            device = torch.device("cpu")
         n_classes = int(self.classes_.size)
         if W is None:
             return self._select_sparse(codes, cards, y_codes, None, n_classes, k, device, dtype)
