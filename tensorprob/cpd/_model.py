@@ -618,13 +618,7 @@ class CPDModel:
             T = X.to(self.device, torch.int64)
         else:
             arr = np.asarray(X)  # lists and other array-likes too
-            if arr.dtype.kind not in "iu":
-                if arr.dtype.kind == "f" and arr.size and np.all(np.isnan(arr) | (arr == np.round(arr))):
-                    arr = np.where(np.isnan(arr), -1, arr).astype(np.int64)
-                else:
-                    raise TypeError(f"X must hold integer codes (-1 = missing), got dtype {arr.dtype}; "
-                                    "encode raw data with model.encoder_.transform or tensorprob.encode")
-            T = torch.as_tensor(arr.astype(np.int64), device=self.device)
+            T = torch.as_tensor(_integer_codes(arr, arr.dtype), device=self.device)
         if T.ndim == 1:
             T = T[None, :] if T.numel() == (N if variables is None else len(var)) else T[:, None]
         if T.ndim != 2:
@@ -683,14 +677,9 @@ class CPDModel:
         of_col = self._column_variables(width, var, variables is not None, not codes)  # as for dense rows
         base = np.zeros(N, dtype=np.int64)
         if codes:
-            csr = sp.csr_matrix(X, copy=True)
-            if csr.dtype.kind not in "iu":
-                data = csr.data
-                if not (csr.dtype.kind == "f" and np.all(np.isnan(data) | (data == np.round(data)))):
-                    raise TypeError(f"X must hold integer codes (-1 = missing), got dtype {csr.dtype}; encode raw "
-                                    "data with model.encoder_.transform or tensorprob.encode")
-                csr.data = np.where(np.isnan(data), -1, data)
-            csr = sp.csr_matrix((csr.data.astype(np.int64), csr.indices, csr.indptr), shape=csr.shape)
+            csr = sp.csr_matrix(X)
+            csr = sp.csr_matrix((_integer_codes(csr.data, csr.dtype), csr.indices.copy(), csr.indptr.copy()),
+                                shape=csr.shape)
             csr.sum_duplicates()
             csr.eliminate_zeros()
             cards = self.cardinalities[of_col][csr.indices]
@@ -1201,3 +1190,17 @@ class CPDModel:
         if m.loglik_history_.ndim != 1:
             raise ValueError("bad log-likelihood history")
         return m
+
+
+def _integer_codes(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Codes given as numbers (a dense array's values or a sparse matrix's stored ones) as int64, NaN as -1.
+
+    Integers are taken as they are; floats only when every value is integral or NaN. Anything
+    else is raw data, refused with the way to encode it.
+    """
+    if dtype.kind in "iu":
+        return values.astype(np.int64)
+    if dtype.kind == "f" and np.all(np.isnan(values) | (values == np.round(values))):
+        return np.where(np.isnan(values), -1, values).astype(np.int64)
+    raise TypeError(f"X must hold integer codes (-1 = missing), got dtype {dtype}; encode raw data with "
+                    "model.encoder_.transform or tensorprob.encode")
