@@ -102,12 +102,28 @@ class SparseCodeRows:
             out.index_add_(0, torch.from_numpy(r[miss]), weights.cpu().to(torch.float64)[torch.from_numpy(c[miss])])
         return out.to(weights.device)
 
-    def with_column(self, n: int, codes: np.ndarray) -> SparseCodeRows:
-        """These rows with variable ``n`` set to ``codes`` (M,) (stored where they are off its base code)."""
-        M = self.shape[0]
+    def with_column(self, n: int, codes: np.ndarray, dtype: np.dtype | None = None) -> SparseCodeRows:
+        """These rows with variable ``n`` set to ``codes`` (M,), stored where they are off its base code.
+
+        ``n`` equal to the number of variables appends one (base code 0, its entry last in each
+        row: no reordering); ``dtype`` is then the stored codes' dtype (default: wide enough for both).
+        """
+        M, N = self.shape
+        codes = np.asarray(codes)
+        if n == N:
+            has = codes != 0
+            ptr = np.zeros(M + 1, dtype=np.int64)
+            np.cumsum(np.diff(self.indptr) + has, out=ptr[1:])
+            cols = np.empty(int(ptr[-1]), dtype=np.int64 if N + 1 >= 2**31 else np.int32)
+            vals = np.empty(int(ptr[-1]), dtype=dtype or np.result_type(self.codes.dtype, codes.dtype))
+            old = np.repeat(ptr[:-1] - self.indptr[:-1], np.diff(self.indptr)) + np.arange(self.nnz, dtype=np.int64)
+            cols[old], vals[old] = self.cols, self.codes
+            last = ptr[1:][has] - 1
+            cols[last], vals[last] = N, codes[has]
+            return SparseCodeRows(ptr, cols, vals, np.append(self.base, 0))
         row = np.repeat(np.arange(M, dtype=np.int64), np.diff(self.indptr))
         keep = self.cols != n
-        codes = np.asarray(codes, dtype=np.int64)
+        codes = codes.astype(np.int64)
         new = np.flatnonzero(codes != self.base[n])
         rows = np.concatenate([row[keep], new])
         cols = np.concatenate([self.cols[keep].astype(np.int64), np.full(new.size, n, dtype=np.int64)])

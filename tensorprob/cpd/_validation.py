@@ -201,24 +201,8 @@ def prepare_sparse_parts(parts: Any, n_cols: int, y: Any, *, cardinalities: Any,
     if y is None:
         return PreparedData(rows, cards, names, None, None, encoder)
     cards = _label_cards(cards, classes, get_config()["max_categories"], " over all ranks" if distributed else "")
-    rows = _with_sparse_label(rows, ycodes, _compact_dtype(cards))
+    rows = rows.with_column(rows.shape[1], ycodes, _compact_dtype(cards))  # the label: one more variable
     return PreparedData(rows, cards, names + ["y"], n_cols, classes, encoder)
-
-
-def _with_sparse_label(rows: SparseCodeRows, ycodes: np.ndarray, dtype: np.dtype) -> SparseCodeRows:
-    """``rows`` with the label as one more variable (its base code 0), its entry last in each row."""
-    M, N = rows.shape
-    has = ycodes != 0
-    lengths = np.diff(rows.indptr) + has
-    ptr = np.zeros(M + 1, dtype=np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    cols = np.empty(int(ptr[-1]), dtype=np.int64 if N + 1 >= 2**31 else np.int32)
-    codes = np.empty(int(ptr[-1]), dtype=dtype)
-    old = np.repeat(ptr[:-1] - rows.indptr[:-1], np.diff(rows.indptr)) + np.arange(rows.nnz, dtype=np.int64)
-    cols[old], codes[old] = rows.cols, rows.codes
-    last = ptr[1:][has] - 1
-    cols[last], codes[last] = N, ycodes[has]
-    return SparseCodeRows(ptr, cols, codes, np.append(rows.base, 0))
 
 
 def _declared(X: Any, cardinalities: Any, missing_values: Any, distributed: bool) -> Any:
