@@ -271,38 +271,25 @@ def _part_summary(encoder: Encoder, X: Any, y: Any) -> Summary:
     return _summary(encoder, ent, g, _stats(ent, g), y, prune=False)
 
 
-def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str, return_zero: bool = False) -> tuple[Any, ...]:
-    """:func:`encode_sparse` of this rank's rows of data spread over the ranks: one decision from all ranks' summaries.
-
-    Each rank summarizes its rows as :func:`summarize` summarizes dense rows (every column's
-    values up to ``max_categories``, ranges); the summaries are combined by one all-gather and
-    the decision taken on the whole (the row limit of all the rows); each rank then codes its
-    own rows (:func:`transform_sparse`). Equal-frequency and MDL bins need the samples of the
-    dense summary and are not available here.
-    """
+def _encode_ranks(encoder: Encoder, X: Any, y: Any, layout: str) -> tuple[Any, ...]:
+    """:func:`encode_sparse` of this rank's rows of data spread over the ranks (:func:`encode_sparse_parts`,
+    one part per rank): one decision from all ranks' summaries, the row limit of all the rows."""
     from .. import _distributed
-    from ._numbers import sample_cap
-    from ._summary import gather
 
-    _check_summarized(encoder, "distributed=True with sparse X")
-
-    def local() -> Summary:
+    def local() -> Any:
         if y is not None and len(y) != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels")
         if not X.shape[1]:
             raise ValueError("0 feature(s) while a minimum of 1 is required.")
-        return _part_summary(encoder, X, y)
+        if y is None or encoder.max_categories != "auto":
+            return None
+        return union_classes([np.asarray(y.detach().cpu().numpy() if hasattr(y, "detach") else y)])
 
     mine = _distributed.agree(local)
-    _distributed.check_same("columns (number, dtype kind)", (mine.n_features, mine.array_kind))
-    summary = gather(mine, encoder._limit(), sample_cap(mine.n_features, get_config()["memory_budget"]))
-    if summary.n_rows == 0:
-        raise ValueError(f"X is empty on every rank (0 rows, {summary.n_features} columns)")
-    encoder.__dict__.pop("feature_names_in_", None)
-    encoder._from_summary(summary)
-    codes, z = _distributed.agree(lambda: transform_sparse(encoder, X, return_zero=True))
-    out = (codes.tocsc() if layout == "csc" else codes), encoder.cardinalities_.copy()
-    return (*out, z) if return_zero else out
+    every = [c for c in _distributed.all_gather(mine) if c is not None]
+    classes = union_classes(every) if every else None
+    (codes,) = encode_sparse_parts(encoder, lambda: [X], classes, distributed=True)
+    return (codes.tocsc() if layout == "csc" else codes), encoder.cardinalities_.copy()
 
 
 def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None = None, *,
@@ -370,11 +357,19 @@ def encode_sparse_parts(encoder: Encoder, parts: Any, classes: np.ndarray | None
     else:
         summary = local()
     if summary is None or summary.n_rows == 0:
-        raise ValueError("the sparse chunks hold no rows" + (" on any rank" if distributed else ""))
+        raise ValueError("the sparse data hold no rows" + (" on any rank" if distributed else ""))
     summary.classes = classes
     encoder.__dict__.pop("feature_names_in_", None)
     encoder._from_summary(summary)
-    coded = [transform_sparse(encoder, X, return_zero=True) for X in parts()]
+    def code() -> list:
+        return [transform_sparse(encoder, X, return_zero=True) for X in parts()]
+
+    if distributed:
+        from .. import _distributed
+
+        coded = _distributed.agree(code)  # a rank's error raised on every rank, not a hang
+    else:
+        coded = code()
     codes = [c for c, _ in coded]
     if not return_zero:
         return codes
