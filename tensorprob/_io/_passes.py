@@ -24,7 +24,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -144,13 +144,48 @@ class SparseChunkError(TypeError):
     """Pass 1 found sparse matrices as row chunks: the caller reads them by its sparse path (raised on every rank)."""
 
 
+class SparseValues(NamedTuple):
+    """What decides whether sparse values are codes as they are: their rows, integer dtypes, signs and maxima."""
+
+    n_rows: int  # rows of the matrices read
+    ints: bool  # every matrix of an integer dtype
+    neg: bool  # a stored value below 0
+    top: np.ndarray  # the largest stored integer value of each column (-1: none)
+
+    @classmethod
+    def empty(cls, n_cols: int) -> SparseValues:
+        return cls(0, True, False, np.full(n_cols, -1, dtype=np.int64))
+
+    def add(self, X: Any) -> SparseValues:
+        """These facts with one more sparse matrix's."""
+        if X.format not in ("csr", "csc", "coo", "bsr"):  # DOK, LIL, DIA: no min / max of their own
+            X = X.tocsr()
+        ints, neg, top = self.ints and X.dtype.kind in "iu", self.neg, self.top
+        if X.nnz:
+            neg = neg or bool(X.min() < 0)
+            if X.dtype.kind in "iu":
+                top = np.maximum(top, np.asarray(X.max(axis=0).toarray()).ravel().astype(np.int64))
+        return SparseValues(self.n_rows + int(X.shape[0]), ints, neg, top)
+
+
+class SparseChunks(NamedTuple):
+    """What one pass over sparse row chunks learns (:func:`read_sparse_chunks`)."""
+
+    n_rows: int  # this process's rows
+    n_cols: int
+    labels: np.ndarray | None  # of all the chunks, concatenated; None when they carry none
+    weights: np.ndarray | None  # (n_rows,) or (n_rows, K) as the chunks give them; None when they carry none
+    values: SparseValues  # of this process's chunks
+
+
 def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
-                       distributed: bool = False) -> tuple[int, int, np.ndarray | None, np.ndarray | None]:
-    """One pass over row chunks that are sparse matrices: their rows, columns, labels and weights, checked.
+                       distributed: bool = False) -> SparseChunks:
+    """One pass over row chunks that are sparse matrices: their rows, columns, labels, weights and values, checked.
 
     Returns the number of rows (of this process's chunks), of columns, the labels of all the
-    chunks concatenated (None when the chunks carry none) and their weights (None when they
-    carry none; an (n_rows,) or (n_rows, K) array as the chunks give them). With
+    chunks concatenated (None when the chunks carry none), their weights (None when they carry
+    none; an (n_rows,) or (n_rows, K) array as the chunks give them) and the facts of their
+    values that decide whether they are codes (:class:`SparseValues`, this process's). With
     ``distributed`` an error on one rank raises on all, and every rank must agree on the
     columns and on giving labels and weights (a rank may hold no chunk).
 
@@ -163,7 +198,7 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
         some chunks only, or no labels where ``labels_required``.
     """
     def local() -> tuple:
-        n_rows, n_cols, labels, weights = 0, None, [], []
+        n_rows, n_cols, labels, weights, values = 0, None, [], [], None
         for i, (X, y, w) in enumerate(chunks):
             if not is_sparse(X):
                 raise TypeError(f"chunk {i} is dense while another chunk is sparse: the chunks must all be sparse "
@@ -171,6 +206,7 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
             if n_cols is not None and X.shape[1] != n_cols:
                 raise ValueError(f"chunk {i} has {X.shape[1]} columns, chunk 0 has {n_cols}")
             n_cols = X.shape[1]
+            values = (values or SparseValues.empty(n_cols)).add(X)
             if y is None and labels_required:
                 raise ValueError(f"{what} requires labels: give each chunk as (X, y) or (X, y, sample_weight)")
             if y is not None and len(y) != X.shape[0]:
@@ -186,11 +222,12 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
             [np.asarray(v, dtype=np.float64) for v in weights])
         if n_cols is None and not distributed:
             raise ValueError("the streamed data holds no chunks")
-        return n_rows, n_cols, y_all, w_all
+        return n_rows, n_cols, y_all, w_all, values
 
     if not distributed:
-        return local()
-    n_rows, n_cols, y_all, w_all = _distributed.agree(local)
+        n_rows, n_cols, y_all, w_all, values = local()
+        return SparseChunks(n_rows, n_cols, y_all, w_all, values)
+    n_rows, n_cols, y_all, w_all, values = _distributed.agree(local)
     # a rank without chunks gives none of them: it follows the others
     kinds = {(c, y, w) for c, y, w in _distributed.all_gather((n_cols, y_all is not None, w_all is not None))
              if c is not None}
@@ -204,7 +241,7 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
         y_all = np.zeros(0)
     if has_w and w_all is None:
         w_all = np.zeros(0)
-    return n_rows, n_cols, y_all, w_all
+    return SparseChunks(n_rows, n_cols, y_all, w_all, values or SparseValues.empty(n_cols))
 
 
 class _Pass1:

@@ -97,7 +97,7 @@ def prepare_sparse_stream(chunks: RowChunks, *, cardinalities: Any, discretizer:
                           missing_values: Any, distributed: bool = False) -> tuple[PreparedData, np.ndarray | None]:
     """Row chunks that are sparse matrices: their codes stacked sparse in memory, as one sparse X is prepared.
 
-    One pass reads the labels and weights (:func:`~tensorprob._io._passes.read_sparse_chunks`),
+    One pass reads the labels, weights and value facts (:func:`~tensorprob._io._passes.read_sparse_chunks`),
     then the encoding is decided from every chunk's summary (of all ranks with ``distributed``)
     and each chunk is coded (:func:`._validation.prepare_sparse_parts`). The chunks' rows are not
     merged as they are read: the codes are compact and hold only the stored entries.
@@ -109,11 +109,11 @@ def prepare_sparse_stream(chunks: RowChunks, *, cardinalities: Any, discretizer:
     sample_weight : ndarray or None
         The chunks' weights, concatenated (checked and rescaled by the fit, as for X in memory).
     """
-    _, n_cols, y, w = read_sparse_chunks(chunks, "fit_cpd", labels_required=False, distributed=distributed)
-    prep = prepare_sparse_parts(lambda: (X for X, _, _ in chunks), n_cols, y, cardinalities=cardinalities,
-                                discretizer=discretizer, n_bins=n_bins, missing_values=missing_values,
-                                distributed=distributed)
-    return prep, w
+    read = read_sparse_chunks(chunks, "fit_cpd", labels_required=False, distributed=distributed)
+    prep = prepare_sparse_parts(lambda: (X for X, _, _ in chunks), read.n_cols, read.labels,
+                                cardinalities=cardinalities, discretizer=discretizer, n_bins=n_bins,
+                                missing_values=missing_values, distributed=distributed, values=read.values)
+    return prep, read.weights
 
 
 def prepare_stream(chunks: RowChunks, *, cardinalities: Any, discretizer: Any, n_bins: int, missing_values: Any,

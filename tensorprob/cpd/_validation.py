@@ -11,6 +11,7 @@ import torch
 from .. import _distributed
 from .._config import get_config
 from .._io import check_weights
+from .._io._passes import SparseValues
 from ..counting import unique_rows
 from ..counting._sparse_rows import SparseCodeRows, unique_sparse_rows
 from ..encoding import Encoded, Encoder
@@ -110,7 +111,8 @@ def _prepare_sparse(X: Any, y: Any, cardinalities: Any, discretizer: Any, n_bins
 
 
 def prepare_sparse_parts(parts: Any, n_cols: int, y: Any, *, cardinalities: Any, discretizer: Any, n_bins: int,
-                         missing_values: Any, distributed: bool = False, whole: bool = False) -> PreparedData:
+                         missing_values: Any, distributed: bool = False, whole: bool = False,
+                         values: SparseValues | None = None) -> PreparedData:
     """The prepared data of sparse matrices taken together as one (row chunks, a rank's rows): the codes stay sparse.
 
     Integer values without ``missing_values`` (or with ``cardinalities``) are codes as they are,
@@ -132,25 +134,23 @@ def prepare_sparse_parts(parts: Any, n_cols: int, y: Any, *, cardinalities: Any,
         The labels of all the parts' rows, in order.
     distributed : bool
         The parts are this rank's rows: every decision is taken from all ranks' (a rank may hold none).
+    values : SparseValues, optional
+        The parts' value facts when a pass over them made them already (this rank's); else one
+        pass here.
     """
     import scipy.sparse as sp
 
     from ..encoding._sparse import encode_sparse, encode_sparse_parts
 
-    def local() -> tuple:
-        M, ints, neg, top = 0, True, False, np.full(n_cols, -1, dtype=np.int64)
-        for X in parts():
-            if X.format not in ("csr", "csc", "coo", "bsr"):  # DOK, LIL, DIA: no min / max of their own
-                X = X.tocsr()
-            M += int(X.shape[0])
-            ints &= X.dtype.kind in "iu"
-            if X.nnz:
-                neg |= bool(X.min() < 0)
-                if X.dtype.kind in "iu":
-                    top = np.maximum(top, np.asarray(X.max(axis=0).toarray()).ravel().astype(np.int64))
-        if y is not None and len(y) != M:
-            raise ValueError(f"X has {M} rows but y has {len(y)} labels")
-        return M, ints, neg, top
+    def local() -> SparseValues:
+        facts = values
+        if facts is None:
+            facts = SparseValues.empty(n_cols)
+            for X in parts():
+                facts = facts.add(X)
+        if y is not None and len(y) != facts.n_rows:
+            raise ValueError(f"X has {facts.n_rows} rows but y has {len(y)} labels")
+        return facts
 
     M, ints, neg, top = _distributed.agree(local) if distributed else local()
     n_total = M
