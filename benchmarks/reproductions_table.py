@@ -295,7 +295,7 @@ def row_vmi_tree(results):
 # ------------------------------------------------------------------ paper 002
 def row_hofs_table2(results):
     """Table 2: not reproduced when HOFS (every formula and seed run) is last under the linear SVM on most sets;
-    partial when some variant is ahead of the baselines somewhere."""
+    partial when some variant is ahead of the baselines somewhere (in a sensitivity run on all of a set's splits)."""
     d = read("hofs_tables", results)
     w = read("hofs_tables_wtl", results)
     if d is None:
@@ -323,13 +323,16 @@ def row_hofs_table2(results):
         s = sens[sens["classifier"] == "linear_svm"]
         best = s.groupby(["dataset", "variant"])["error_pct"].mean().astype(float)
         ranks_s = s["rank"].astype(int)
-        any_ahead = bool((ranks_s == 1).any())
+        # the ranks compare with the baselines' curves over all splits: only runs on all of them count
+        complete = s["splits"].astype(str).str.fullmatch(r"(\d+) of \1")
+        any_ahead = bool((ranks_s[complete] == 1).any())
         n_var = s["variant"].nunique()
         n_sets = s["dataset"].nunique()
         splits = s.groupby("dataset", sort=False)["splits"].first()
         sens_txt = (f"; {n_var} formulas of HOFS's conditional term x {s['seed'].nunique()} ICA seeds on "
                     f"{n_sets} set{'s' if n_sets > 1 else ''} ("
-                    + ", ".join(f"{ds} {sp} splits" for ds, sp in splits.items())
+                    + ", ".join(f"{ds} {sp} splits" + ("" if sp.split(" of ")[0] == sp.split(" of ")[-1]
+                                                        else ", indicative") for ds, sp in splits.items())
                     + f"): rank {ranks_s.min()}-{ranks_s.max()} of "
                     f"{int(s['n_baselines'].astype(int).max()) + 1}, best variant per set "
                     + ", ".join(f"{ds} {best[ds].idxmin()} {best[ds].min():.1f}" for ds in
