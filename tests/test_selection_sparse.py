@@ -344,3 +344,24 @@ def test_sparse_row_chunks(dtype):
         tp.JMI(k=2).fit(tp.datasets.RowChunks([(S[:30], y[:30], w[:30]), (S[30:], y[30:])]))
     with pytest.raises(ValueError, match="JMI requires labels"):
         tp.JMI(k=2).fit(tp.datasets.RowChunks([S[:30], S[30:]]))
+
+
+def test_sparse_chunks_value_facts_only_when_asked(monkeypatch):
+    """Pass 1 over sparse chunks scans the values (min / max) for the CPD; the selectors, which encode the chunks
+    anyway, skip that scan."""
+    from tensorprob._io import _passes
+
+    X, y = _sparse_data(12, M=90)
+    S = sp.csr_matrix(X)
+    chunks = tp.datasets.RowChunks([(S[:30], y[:30]), (S[30:], y[30:])])
+    read = _passes.read_sparse_chunks(chunks, "test", labels_required=True)
+    assert read.values.n_rows == X.shape[0] and read.values.ints
+    np.testing.assert_array_equal(read.values.top, X.max(0))
+    bare = _passes.read_sparse_chunks(chunks, "test", labels_required=True, values=False)
+    assert bare.values.n_rows == 0 and (bare.n_rows, bare.n_cols) == (read.n_rows, read.n_cols)
+    np.testing.assert_array_equal(bare.labels, read.labels)
+    scans = []
+    real_add = _passes.SparseValues.add
+    monkeypatch.setattr(_passes.SparseValues, "add", lambda self, M: scans.append(M.shape) or real_add(self, M))
+    tp.JMI(k=3).fit(chunks)
+    assert scans == []

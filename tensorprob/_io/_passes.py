@@ -178,7 +178,7 @@ class SparseChunks(NamedTuple):
     values: SparseValues  # of this process's chunks
 
 
-def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
+def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool, values: bool = True,
                        distributed: bool = False) -> SparseChunks:
     """One pass over row chunks that are sparse matrices: their rows, columns, labels, weights and values, checked.
 
@@ -187,7 +187,9 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
     none; an (n_rows,) or (n_rows, K) array as the chunks give them) and the facts of their
     values that decide whether they are codes (:class:`SparseValues`, this process's). With
     ``distributed`` an error on one rank raises on all, and every rank must agree on the
-    columns and on giving labels and weights (a rank may hold no chunk).
+    columns and on giving labels and weights (a rank may hold no chunk). ``values=False``
+    skips the value facts (a min / max scan of every chunk) for callers that encode the
+    chunks anyway; ``SparseChunks.values`` is then empty.
 
     Raises
     ------
@@ -197,6 +199,8 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
         Chunks with other numbers of columns, labels of another length, labels or weights on
         some chunks only, or no labels where ``labels_required``.
     """
+    want_values = values
+
     def local() -> tuple:
         n_rows, n_cols, labels, weights, values = 0, None, [], [], None
         for i, (X, y, w) in enumerate(chunks):
@@ -206,7 +210,8 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
             if n_cols is not None and X.shape[1] != n_cols:
                 raise ValueError(f"chunk {i} has {X.shape[1]} columns, chunk 0 has {n_cols}")
             n_cols = X.shape[1]
-            values = (values or SparseValues.empty(n_cols)).add(X)
+            if want_values:
+                values = (values or SparseValues.empty(n_cols)).add(X)
             if y is None and labels_required:
                 raise ValueError(f"{what} requires labels: give each chunk as (X, y) or (X, y, sample_weight)")
             if y is not None and len(y) != X.shape[0]:
@@ -226,7 +231,7 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool,
 
     if not distributed:
         n_rows, n_cols, y_all, w_all, values = local()
-        return SparseChunks(n_rows, n_cols, y_all, w_all, values)
+        return SparseChunks(n_rows, n_cols, y_all, w_all, values or SparseValues.empty(n_cols))
     n_rows, n_cols, y_all, w_all, values = _distributed.agree(local)
     # a rank without chunks gives none of them: it follows the others
     kinds = {(c, y, w) for c, y, w in _distributed.all_gather((n_cols, y_all is not None, w_all is not None))

@@ -643,7 +643,8 @@ class GreedySelector(CodedSelector):
         from .._io._passes import read_sparse_chunks
         from ..encoding._sparse import encode_sparse_parts
 
-        read = read_sparse_chunks(chunks, type(self).__name__, labels_required=True, distributed=self._dist_on)
+        read = read_sparse_chunks(chunks, type(self).__name__, labels_required=True, values=False,
+                                  distributed=self._dist_on)
         y_all, w_all = read.labels, read.weights
         y_codes, classes = self._chunk_classes(y_all)
         self.classes_ = classes
