@@ -326,6 +326,7 @@ class Baseline(Strategy):
     def __init__(self, data) -> None:
         super().__init__(data)
         self._off: OffBaseline | None = None
+        self._frac: float | None = None  # the share off the baseline as the class table tells it (a run's tables do not change)
 
     def applies(self, req: Request) -> str | None:
         d = self.data
@@ -359,8 +360,12 @@ class Baseline(Strategy):
             frac = d.sparse.nnz_all / max(1, N * M)
         elif self._off is not None:
             frac = self._off.nnz / max(1, N * M)
+        elif self._frac is not None:
+            frac = self._frac
         else:
             frac = _off_fraction(d)
+            if d._class_table is not None:  # an estimate from the counts themselves: final for the run
+                self._frac = frac
         if frac > _costs.BASELINE_MAX_OFF and d.sparse is None:  # little to save: never chosen, still counts when forced by name
             return math.inf
         C = 1 if req.kind == "pair_free" else d.n_classes
@@ -423,6 +428,8 @@ def _off_fraction(d) -> float:
         return 0.5  # unknown before any count: a middling guess
     if T.device.type == "cpu":  # adds of the class slices: torch's and NumPy's sums over a short last axis are slow
         per = _axis_sum(T[:, :, 0, :].numpy(), 2)  # (N, I) value counts
-        return float(1.0 - per.max(1).sum() / max(1.0, float(per.sum())))
+        # the maximum over the short value axis as I elementwise maxima of whole columns (the same reason)
+        top = np.maximum.reduce(np.ascontiguousarray(per.T), axis=0)
+        return float(1.0 - top.sum() / max(1.0, float(per.sum())))
     per = T.sum(3)[:, :, 0]
     return float(1.0 - per.max(1).values.sum() / max(1.0, float(per.sum())))

@@ -167,7 +167,7 @@ class SelectionData:
     _pick_slot: np.ndarray | None = field(default=None, init=False, repr=False)  # row of each pick (-1: none)
     _n_picks: int = field(default=0, init=False, repr=False)
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
-    _weighted_h: dict | None = field(default=None, init=False, repr=False)  # see _seed_numpy (weighted rows)
+    _seed_h: dict | None = field(default=None, init=False, repr=False)  # see _seed_numpy
     planned_steps: int = field(default=0, init=False, repr=False)
     planner: Planner = field(init=False, repr=False)
 
@@ -779,16 +779,19 @@ class SelectionData:
             pair's (len(sel),).
         """
         C = self.n_classes
-        m = int(self.labels().shape[0])  # the rows in memory (this rank's when distributed)
         if self._pick_slot is None:
+            m = int(self.labels().shape[0])  # the rows in memory (this rank's when distributed)
             kt = np.int16 if self._max_card * C <= 2**15 else np.int32
             self._pick_slot = np.full(self.n_features, -1, dtype=np.int64)
             self._pick_rows = np.empty((min(16, max(1, self.n_features)), m), dtype=kt)
         sel = np.asarray(sel, dtype=np.int64).reshape(-1)
         slot = self._pick_slot
-        for s in np.unique(sel[slot[sel] < 0]).tolist():  # each pick's row made once, in the next free row
+        which = slot[sel]
+        if which.min(initial=0) >= 0:  # every pick's row made already: the common case of a lazy round
+            return self._pick_rows[:self._n_picks], which
+        for s in np.unique(sel[which < 0]).tolist():  # each pick's row made once, in the next free row
             if self._n_picks == self._pick_rows.shape[0]:
-                grown = np.empty((2 * self._n_picks, m), dtype=self._pick_rows.dtype)
+                grown = np.empty((2 * self._n_picks, self._pick_rows.shape[1]), dtype=self._pick_rows.dtype)
                 grown[:self._n_picks] = self._pick_rows
                 self._pick_rows = grown
             row = self._pick_rows[self._n_picks]
@@ -907,17 +910,18 @@ class SelectionData:
 
     def _seed_numpy(self, req: Request) -> dict[str, np.ndarray]:
         """:meth:`_seed_values` as NumPy arrays (CPU); of weighted rows, the weighted class table's entropies."""
-        if self.weighted:
-            if self._weighted_h is None:
+        if self._seed_h is None:  # made once per run: CMIM's lazy rounds read it a few times per step
+            if self.weighted:
                 info = table_information(self.class_table, self.log_base, None)
-                self._weighted_h = {k: getattr(info, k).to(torch.float64).cpu().numpy() for k in ("h_x", "h_b", "h_xb")}
-            m = self._weighted_h
-        else:
-            m = {k: v.numpy() for k, v in self.marginal_entropies().items()}
-        if req.kind == "pairs":
+                self._seed_h = {k: getattr(info, k).to(torch.float64).cpu().numpy() for k in ("h_x", "h_b", "h_xb")}
+            else:
+                self._seed_h = {k: v.numpy() for k, v in self.marginal_entropies().items()}
+        m = self._seed_h
+        if req.kind == "pairs":  # only the entropies asked for: a few pairs per call, many calls
             c, s = req.cand, req.sel
-            return {"h_x": m["h_x"][c], "h_a": m["h_x"][s], "h_b": m["h_b"][c], "h_xb": m["h_xb"][c],
-                    "h_ab": m["h_xb"][s]}
+            where = {"h_x": ("h_x", c), "h_a": ("h_x", s), "h_b": ("h_b", c), "h_xb": ("h_xb", c), "h_ab": ("h_xb", s)}
+            names = _entropies_of(req.needed)
+            return {k: m[src][idx] for k, (src, idx) in where.items() if k in names}
         N = self.n_features if req.cols is None else len(req.cols)
         pick = (lambda v: v) if req.cols is None else (lambda v: v[req.cols])
         out = {"h_x": pick(m["h_x"]), "h_a": np.full(N, m["h_x"][req.j])}
