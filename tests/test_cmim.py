@@ -206,6 +206,32 @@ def test_lazy_counts_fewer_tables(monkeypatch):
     assert sum(data.counting_plan["pairs"].values()) == len(n) and "pair" not in data.counting_plan
 
 
+def test_lazy_rounds_go_all_the_way_where_pairs_are_cheap(monkeypatch):
+    """On few rows a pair costs far less than a round: every round after the seed brings its contenders up to date.
+
+    Many features and 60 rows (the papers' microarray shape); each such round's pairs reach
+    the step's last pick for every contender, so no step needs a third round."""
+    rounds = []
+    real = CMIMCriterion._catch_up
+
+    def spy(self, idx, depth):
+        rounds.append((len(self.selected), depth, idx.size))
+        return real(self, idx, depth)
+    monkeypatch.setattr(CMIMCriterion, "_catch_up", spy)
+    rng = np.random.default_rng(3)
+    X, y = rng.integers(0, 3, (60, 3000)), rng.integers(0, 4, 60)
+    X[:, :40] = (y[:, None] + rng.integers(0, 2, (60, 40))) % 3  # many near-equal contenders
+    got = tp.CMIM(k=12, variant="fleuret", lazy=True, discretizer=None).fit(X, y)
+    ref = tp.CMIM(k=12, variant="fleuret", lazy=False, discretizer=None).fit(X, y)
+    np.testing.assert_array_equal(got.selected_, ref.selected_)
+    assert_same_scores(got.scores_, ref.scores_)
+    steps = {}
+    for t, depth, size in rounds:
+        steps.setdefault(t, []).append((depth, size))
+    assert any(len(r) > 1 for r in steps.values())  # some step has contenders past its seed
+    for t, r in steps.items():
+        assert len(r) <= 2 and all(depth == t for depth, _ in r), (t, r)
+
 def _pairs_case(case):
     """Codes, class and weights (None or Poisson counts) of the pairs tests."""
     X, y = with_missing(5)

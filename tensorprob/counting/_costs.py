@@ -98,6 +98,9 @@ OPEN_FRACTION = 0.75
 #: Fixed seconds of one step of CMIM's lazy rounds (about 1.5 listed-pair requests and their
 #: NumPy bookkeeping), against which ``lazy="auto"`` weighs an eager step.
 LAZY_STEP_S = 0.2e-3
+#: Fixed seconds of one round of CMIM's lazy evaluation (one listed-pair request of a few pairs and
+#: its bookkeeping): a round brings its contenders all the way up to date when their pairs cost less.
+LAZY_ROUND_S = 0.12e-3
 
 
 def lazy_pairs_per_step(n_features: int, k: int, seed: int) -> int:

@@ -195,7 +195,10 @@ class CMIMCriterion(_SumsCriterion):
     depth : int, default=1
         Lazy: how many more features each remaining contender is conditioned on in the first
         round after the seed; the depth doubles every round. The defaults computed the fewest
-        pairs of the settings tried (``benchmarks/bench_peers.py``'s CMIM rows).
+        pairs of the settings tried (``benchmarks/bench_peers.py``'s CMIM rows). A round whose
+        contenders' remaining pairs cost less than a round's fixed cost
+        (:data:`~tensorprob.counting._costs.LAZY_ROUND_S`, at the planner's estimate per pair)
+        brings them all the way up to date instead: fewer rounds where rows are few.
     """
 
     name = "cmim"
@@ -225,10 +228,22 @@ class CMIMCriterion(_SumsCriterion):
         lazy = _costs.LAZY_STEP_S + data.estimate_seconds(int(top[0]), self.pair_needed, top[1:])
         return lazy < eager
 
+    def _pair_seconds(self) -> float:
+        """The planner's estimate of one more listed pair (its marginal cost), made once per run."""
+        if self._pair_s is None:
+            data = self.data
+            top = int(torch.argmax(data.relevance.cpu()))
+            m = max(1, min(64, data.n_features // 2))
+            cand = np.arange(m, dtype=np.int64)
+            one, two = (data.estimate_seconds(top, self.pair_needed, np.resize(cand, n)) for n in (m, 2 * m))
+            self._pair_s = max((two - one) / m, 0.0) if np.isfinite(two) else math.inf
+        return self._pair_s
+
     def start(self, data: SelectionData) -> None:
         super().start(data)
         self.partial = data.relevance.clone() if self.variant == "fleuret" else self._new_min()
         self.lazy_ = self._use_lazy(data)
+        self._pair_s: float | None = None
         if self.lazy_:
             # the bookkeeping of the lazy rounds lives on the host, in NumPy (a few microseconds
             # per operation instead of some 10-20 for a small torch one; a round already reads
@@ -310,7 +325,11 @@ class CMIMCriterion(_SumsCriterion):
         stale = np.flatnonzero(in_play if avail is None else in_play & avail)
         depth = self.depth
         while stale.size:
-            self._catch_up(stale, depth)
+            # all the way up to date in this round when its pairs cost less than another round would
+            # (few rows: a round's fixed cost is that of hundreds of pairs); any depth gives the same scores
+            todo = int((t - seen[stale]).sum())
+            full = todo * self._pair_seconds() <= _costs.LAZY_ROUND_S
+            self._catch_up(stale, t if full else depth)
             ps, done = p[stale], seen[stale] == t
             if done.any():
                 best = max(best, float(ps[done].max()))
