@@ -199,6 +199,12 @@ def test_the_planner_picks_the_cheapest_that_applies_and_says_why_not(caplog):
         listed = [e.planner.strategy(n) for n in strategies("pairs")]
         req = _planner.Request("pairs", cand=cand, sel=np.full(3, 2), needed=_FREE_Q)
         assert e.estimate_seconds(2, _FREE_Q, cand) == min(s.seconds(req) for s in listed if s.applies(req) is None)
+        # one strategy's estimate alone (what CMIM asks of the strategy that counted its earlier pairs)
+        for s in listed:
+            want = s.seconds(req) if s.applies(req) is None else np.inf
+            assert e.estimate_seconds(2, _FREE_Q, cand, strategy=s.name) == want
+        assert e.estimate_seconds(2, _FREE_Q, strategy="test-never") == np.inf
+        assert e.estimate_seconds(2, _FREE_Q, strategy="test-free") == 0.0
         assert not {"pair_free", "pairs"} & set(e.counting_plan)  # (the class tables the estimates read are counted)
     finally:
         del _planner._REGISTRY["test-free"], _planner._REGISTRY["test-never"]

@@ -364,13 +364,18 @@ class Planner:
         self._chosen[key] = best
         return best
 
-    def estimate(self, req: Request) -> float:
+    def estimate(self, req: Request, strategy: str | None = None) -> float:
         """Estimated seconds of ``req`` by the strategy the planner would choose; no choice is made or recorded.
 
         What a caller weighs when it can ask for its tables in more than one way (CMIM's lazy
         rounds against eager steps). Under a forced setting: that strategy's estimate (inf where
-        it cannot count the request). The estimates may count the class tables, which every run reads.
+        it cannot count the request). ``strategy``: that strategy's estimate alone (one that
+        counted the run's earlier requests of the kind; a fraction of the cost of weighing all).
+        The estimates may count the class tables, which every run reads.
         """
+        if strategy is not None:
+            s = self.strategy(strategy)
+            return np.inf if self._why_not(s, req) is not None else float(s.seconds(req))
         considered = self._considered(req, self._names(req, _mode()), costed=True)
         return min((sec for _, sec, why in considered if why is None), default=np.inf)
 

@@ -659,7 +659,8 @@ class SelectionData:
             return out
         return _Scattered(out, open_[1], self.n_features)
 
-    def estimate_seconds(self, j: int, needed: tuple[str, ...], cand: np.ndarray | None = None) -> float:
+    def estimate_seconds(self, j: int, needed: tuple[str, ...], cand: np.ndarray | None = None,
+                         strategy: str | None = None) -> float:
         """Estimated seconds of counting what a caller would ask for, from the planner's strategies.
 
         Parameters
@@ -671,6 +672,9 @@ class SelectionData:
         cand : array-like of int, optional
             Listed candidates, each against ``j`` (:meth:`pairs_information`); None: every
             candidate (:meth:`pair_information`).
+        strategy : str, optional
+            The estimate of that strategy alone (inf where it cannot count the request), e.g.
+            the one that counted the run's earlier requests of the kind.
 
         Returns
         -------
@@ -680,10 +684,10 @@ class SelectionData:
         """
         needed = tuple(needed)
         if cand is None:
-            return self.planner.estimate(Request(self._pair_kind(needed), j=j, needed=needed))
+            return self.planner.estimate(Request(self._pair_kind(needed), j=j, needed=needed), strategy)
         cand = np.asarray(cand, dtype=np.int64)
         return self.planner.estimate(Request("pairs", cand=cand, sel=np.full(cand.shape, j, dtype=np.int64),
-                                             needed=needed))
+                                             needed=needed), strategy)
 
     def pairs_information(self, cand: np.ndarray, sel: np.ndarray, needed: tuple[str, ...]) -> Any:
         """Quantities of the (x_cand[i], x_sel[i], class) tables of listed pairs (a = x_sel).

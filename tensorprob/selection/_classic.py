@@ -229,13 +229,19 @@ class CMIMCriterion(_SumsCriterion):
         return lazy < eager
 
     def _pair_seconds(self) -> float:
-        """The planner's estimate of one more listed pair (its marginal cost), made once per run."""
+        """The estimate of one more listed pair (its marginal cost), made once per run.
+
+        By the strategy that counted the run's listed pairs so far (the seed rounds), else as the
+        planner would choose.
+        """
         if self._pair_s is None:
             data = self.data
-            top = int(torch.argmax(data.relevance.cpu()))
+            used = data.counting_plan.get("pairs") or {}
+            name = max(used, key=used.get) if used else None
+            top = int(self.order[0]) if self.order.size else 0
             m = max(1, min(64, data.n_features // 2))
             cand = np.arange(m, dtype=np.int64)
-            one, two = (data.estimate_seconds(top, self.pair_needed, np.resize(cand, n)) for n in (m, 2 * m))
+            one, two = (data.estimate_seconds(top, self.pair_needed, np.resize(cand, n), name) for n in (m, 2 * m))
             self._pair_s = max((two - one) / m, 0.0) if np.isfinite(two) else math.inf
         return self._pair_s
 
