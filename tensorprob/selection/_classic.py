@@ -638,8 +638,8 @@ class CMIM(_ClassicSelector, criterion=cmim_criterion, picks="[4, 1]"):
     lazy : bool or "auto", default="auto"
         Fleuret's lazy evaluation: a candidate is conditioned on the selected features it has
         not seen yet only while its partial score could still win. The same picks and scores
-        as the eager evaluation (every candidate against every pick; bit for bit on the CPU),
-        from fewer tables. ``"auto"``: on the CPU, lazy where the counting planner estimates a
+        as the eager evaluation (every candidate against every pick; the scores up to the
+        rounding of float64 sums), from fewer tables. ``"auto"``: on the CPU, lazy where the counting planner estimates a
         step of lazy rounds below an eager step (many features or many rows), eager otherwise
         (few rows and features, where the tables of all pairs are counted at once) and on CUDA, and
         eager on streamed X (row chunks), where each lazy round would read all the rows
