@@ -199,10 +199,8 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool, v
         Chunks with other numbers of columns, labels of another length, labels or weights on
         some chunks only, or no labels where ``labels_required``.
     """
-    want_values = values
-
     def local() -> tuple:
-        n_rows, n_cols, labels, weights, values = 0, None, [], [], None
+        n_rows, n_cols, labels, weights, facts = 0, None, [], [], None
         for i, (X, y, w) in enumerate(chunks):
             if not is_sparse(X):
                 raise TypeError(f"chunk {i} is dense while another chunk is sparse: the chunks must all be sparse "
@@ -210,8 +208,8 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool, v
             if n_cols is not None and X.shape[1] != n_cols:
                 raise ValueError(f"chunk {i} has {X.shape[1]} columns, chunk 0 has {n_cols}")
             n_cols = X.shape[1]
-            if want_values:
-                values = (values or SparseValues.empty(n_cols)).add(X)
+            if values:
+                facts = (facts or SparseValues.empty(n_cols)).add(X)
             if y is None and labels_required:
                 raise ValueError(f"{what} requires labels: give each chunk as (X, y) or (X, y, sample_weight)")
             if y is not None and len(y) != X.shape[0]:
@@ -227,12 +225,12 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool, v
             [np.asarray(v, dtype=np.float64) for v in weights])
         if n_cols is None and not distributed:
             raise ValueError("the streamed data holds no chunks")
-        return n_rows, n_cols, y_all, w_all, values
+        return n_rows, n_cols, y_all, w_all, facts
 
     if not distributed:
-        n_rows, n_cols, y_all, w_all, values = local()
-        return SparseChunks(n_rows, n_cols, y_all, w_all, values or SparseValues.empty(n_cols))
-    n_rows, n_cols, y_all, w_all, values = _distributed.agree(local)
+        n_rows, n_cols, y_all, w_all, facts = local()
+        return SparseChunks(n_rows, n_cols, y_all, w_all, facts or SparseValues.empty(n_cols))
+    n_rows, n_cols, y_all, w_all, facts = _distributed.agree(local)
     # a rank without chunks gives none of them: it follows the others
     kinds = {(c, y, w) for c, y, w in _distributed.all_gather((n_cols, y_all is not None, w_all is not None))
              if c is not None}
@@ -246,7 +244,7 @@ def read_sparse_chunks(chunks: RowChunks, what: str, *, labels_required: bool, v
         y_all = np.zeros(0)
     if has_w and w_all is None:
         w_all = np.zeros(0)
-    return SparseChunks(n_rows, n_cols, y_all, w_all, values or SparseValues.empty(n_cols))
+    return SparseChunks(n_rows, n_cols, y_all, w_all, facts or SparseValues.empty(n_cols))
 
 
 class _Pass1:

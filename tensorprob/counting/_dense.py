@@ -25,6 +25,7 @@ from ._sorted import entropy_sums_refusal
 from ._tables import (
     _XLOGX_MAX,
     Quantities,
+    _axis_sum,
     _xlogx,
     joint_table,
     one_hot,
@@ -256,11 +257,8 @@ def _small_entropy_sums(x: np.ndarray, g, stride: int, C: int, per: int, margin:
     cnt = np.bincount(k.ravel(), minlength=n * per)
     xab = L.take(cnt).reshape(n, per).sum(1) if full else None
     xa = None
-    if margin:  # the class margin: C strided adds (few classes) rather than a reduce over a short axis
-        m = cnt[0::C].copy()
-        for c in range(1, C):
-            m += cnt[c::C]
-        xa = L.take(m).reshape(n, per // C).sum(1)
+    if margin:  # the class margin (a short last axis: adds of its slices)
+        xa = L.take(_axis_sum(cnt.reshape(-1, C), 1)).reshape(n, per // C).sum(1)
     return xab, xa
 
 
