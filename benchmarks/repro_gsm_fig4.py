@@ -261,6 +261,11 @@ def stop_time(args) -> float | None:
     return now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
 
 
+def of_splits(df, pairs: set[tuple[str, int]]):
+    """Boolean mask of the rows of ``df`` whose (dataset, split) is in ``pairs``."""
+    return pd.Series([(d, int(s)) in pairs for d, s in zip(df["dataset"], df["split"])], index=df.index, dtype=bool)
+
+
 def parse_redo(text: str) -> set[tuple[str, int]]:
     """``'coil20=0,1;mnist=3'`` (or ``coil20=0,1 mnist=3``) as {(data set, split)}."""
     out = set()
@@ -871,17 +876,13 @@ def main(argv=None):
                             if r["dataset"] in names and str(r.get("source", "")).startswith("copied")
                             and not float(r.get("cv_seconds") or 0) > 0}
                     rank_rows = [r for r in rank_rows if (r["dataset"], int(r["split"])) not in redo]
-                    keep = ~pd.Series([(d, int(s)) in redo for d, s in zip(old["dataset"], old["split"])],
-                                      index=old.index, dtype=bool)
-                    res_parts[0] = old[keep]
+                    res_parts[0] = old[~of_splits(old, redo)]
                     done -= redo
                 if redo_splits:  # splits whose CV is redone: their rows leave the files, kept for same_rank_rows
                     miss = sorted(redo_splits - done)
                     if miss:
                         ap.error(f"--redo-splits: {miss} not in the files")
-                    mine = pd.Series([(d, int(s)) in redo_splits for d, s in zip(res_parts[0]["dataset"],
-                                                                          res_parts[0]["split"])],
-                                     index=res_parts[0].index, dtype=bool)
+                    mine = of_splits(res_parts[0], redo_splits)
                     prev = (res_parts[0][mine], pd.DataFrame([r for r in rank_rows
                                                               if (r["dataset"], int(r["split"])) in redo_splits]))
                     res_parts[0] = res_parts[0][~mine]
