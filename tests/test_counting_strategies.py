@@ -170,6 +170,12 @@ def test_the_planner_picks_the_cheapest_that_applies_and_says_why_not(caplog):
         def applies(self, req):
             return "never applies"
 
+        def seconds(self, req):  # a strategy that does not apply is never costed
+            raise AssertionError("costed a strategy that does not apply")
+
+        def count(self, req):
+            raise AssertionError("counted with a strategy that does not apply")
+
     _planner.register(Free)
     _planner.register(Never)
     try:

@@ -18,6 +18,7 @@ not apply (the planner keeps choosing for the other kinds).
 """
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ class Request:
             raise ValueError(f"unknown kind of table {self.kind!r}; one of {', '.join(KINDS)}")
 
 
-class Strategy:
+class Strategy(abc.ABC):
     """One way of counting tables: what it applies to, its estimated cost, its count.
 
     A subclass sets the class attributes ``name`` (what ``counting_plan_`` records and
@@ -128,6 +129,7 @@ class Strategy:
         """
         return None
 
+    @abc.abstractmethod
     def seconds(self, req: Request) -> float:
         """Estimate the seconds that :meth:`count` takes on a request.
 
@@ -141,8 +143,8 @@ class Strategy:
         float
             Rough seconds, from the constants of ``_costs.py``: only comparisons between strategies matter.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def count(self, req: Request) -> Any:
         """Count a request.
 
@@ -157,7 +159,6 @@ class Strategy:
             The dense tables of a table kind, or the quantities ``req.needed`` (as attributes,
             float64 tensors) of a quantity kind.
         """
-        raise NotImplementedError
 
 
 _REGISTRY: dict[str, type[Strategy]] = {}
