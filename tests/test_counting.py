@@ -32,11 +32,12 @@ def test_joint_table_equals_plain_counting_and_chunking_changes_nothing():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_row_blocks_of_row_major_codes_equal_plain_counting(dtype):
+@pytest.mark.parametrize("code_dtype", [np.int8, np.int64])
+def test_row_blocks_of_row_major_codes_equal_plain_counting(dtype, code_dtype):
     """Row-major codes whose blocks of columns would be narrow (a small budget here, many rows in use)
     are counted by blocks of whole rows: the same counts as plain loops and as feature-major codes."""
     rng = np.random.default_rng(5)
-    X, y = rng.integers(0, 4, (400, 60)).astype(np.int8), rng.integers(0, 3, 400)
+    X, y = rng.integers(0, 4, (400, 60)).astype(code_dtype), rng.integers(0, 3, 400)
     plain = np.zeros((60, 4, 3, 1))
     for c in range(60):
         np.add.at(plain[c], (X[:, c], y, 0), 1)
@@ -46,6 +47,32 @@ def test_row_blocks_of_row_major_codes_equal_plain_counting(dtype):
             T = joint_table(codes, 4, torch.from_numpy(y), 3, dtype=dtype, complete=True)
             assert T.dtype == dtype
             np.testing.assert_array_equal(T.numpy(), plain)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("code_dtype", [np.int8, np.int16, np.int64])
+def test_wide_tables_of_row_major_codes_equal_plain_counting(dtype, code_dtype, monkeypatch):
+    """Row-major codes whose tables are wider than a cache block in all (here 400 of 16 x 8 x 3
+    cells) are counted from one feature-major copy: the counts of plain loops, in the (x, a, b)
+    layout, whatever the codes' integer type; the caller's codes untouched."""
+    from tensorprob.counting import _tables
+
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 16, (300, 400)).astype(code_dtype)
+    a, b = rng.integers(0, 8, 300), rng.integers(0, 3, 300)
+    plain = np.zeros((400, 16, 8, 3))
+    for c in range(400):
+        np.add.at(plain[c], (X[:, c], a, b), 1)
+    copies, copy = [], _tables.feature_major
+    monkeypatch.setattr(_tables, "feature_major", lambda c: copies.append(tuple(c.shape)) or copy(c))
+    codes = torch.from_numpy(X)
+    kept = codes.clone()
+    with tp.config_context(memory_budget=2**16):  # narrow blocks of columns: the row-major paths
+        T = joint_table(codes, 16, torch.from_numpy(a), 8, torch.from_numpy(b), 3, dtype=dtype, complete=True)
+    assert copies == [(300, 400)]
+    assert T.dtype == dtype and T.shape == (400, 16, 8, 3)
+    np.testing.assert_array_equal(T.numpy(), plain)
+    assert torch.equal(codes, kept)
 
 
 def test_missing_entries_are_dropped_pairwise():

@@ -507,6 +507,21 @@ def test_feature_major_codes_count_as_row_major_ones(weighted):
     assert torch.equal(codes, fm)  # the caller's codes are untouched
 
 
+def test_a_row_major_run_copies_its_codes_feature_major_once_and_costs_the_copy():
+    """A run holding the caller's row-major codes (MIM) gives the strategies that read a feature's
+    entries contiguously one transposed copy, estimated until made; a feature-major run its memory."""
+    codes, cards, y, C, _ = _codes("complete", M=300, N=9)
+    rows = codes.contiguous()
+    d = SelectionData(rows, cards, y, C, row_major=True)
+    assert d.codes.stride(1) == 1 and d.transpose_seconds() > 0
+    fm = d.feature_major_codes()
+    assert fm.flags.c_contiguous and np.array_equal(fm, rows.numpy().T)
+    assert d.transpose_seconds() == 0 and d.feature_major_codes() is fm
+    held = SelectionData(rows, cards, y, C)
+    assert held.transpose_seconds() == 0
+    assert np.shares_memory(held.feature_major_codes(), held.codes.numpy())
+
+
 @pytest.mark.parametrize("shape", [(1000, 3), (700, 600), (5, 1), (3000, 40)])
 def test_feature_major_copy_is_the_transpose(shape):
     from tensorprob.counting._selection import feature_major

@@ -348,7 +348,7 @@ class Baseline(Strategy):
             d = self.data
             sparse = d.sparse
             self._off = (OffBaseline.of_sparse(sparse.csc, d.max_card) if sparse is not None
-                         else OffBaseline(d.codes.T.numpy(), d.max_card))
+                         else OffBaseline(d.feature_major_codes(), d.max_card))
         return self._off
 
     def seconds(self, req: Request) -> float:
@@ -372,7 +372,7 @@ class Baseline(Strategy):
         A = 1 if req.kind == "relevance" else d.max_card if req.kind == "pairs" else int(d.cards[req.j])
         n = len(req.cand) if req.kind == "pairs" else (N if req.cols is None else len(req.cols))
         build = 0.0 if self._off is not None or d.sparse is not None else (
-            N * M * _costs.OFF_BASELINE_BUILD_S / max(1, d.planner.expected.get(req.kind, 1)))
+            (N * M * _costs.OFF_BASELINE_BUILD_S + d.transpose_seconds()) / max(1, d.planner.expected.get(req.kind, 1)))
         entries = n * M * frac
         margins = 2 if C > 1 else 1
         span = I * A * C

@@ -51,7 +51,7 @@ class Bitsets(Strategy):
         I, M = d.max_card, int(d.codes.shape[0])
         words = (M + 63) // 64
         step = N * max(I - 1, 1) ** 2 * words * _costs.BITSET_WORD_S + N * I * I * 3 * _costs.CELL_S + _costs.QUANTITIES_CALL_S
-        build = 0.0 if self._bits is not None else d.n_features * I * M * 1e-9
+        build = 0.0 if self._bits is not None else d.n_features * I * M * 1e-9 + d.transpose_seconds()
         return step + build / max(1, d.planner.expected.get(req.kind, 1))
 
     def _bitsets(self) -> np.ndarray:
@@ -61,7 +61,7 @@ class Bitsets(Strategy):
             N, I = d.n_features, d.max_card
             M = int(d.codes.shape[0])
             words = (M + 63) // 64
-            fm = d.codes.T.numpy()  # (N, M): the feature-major memory
+            fm = d.feature_major_codes()
             bits = np.zeros((N, I, words * 8), dtype=np.uint8)
             step = max(1, CPU_BLOCK_BYTES // max(1, M))
             for s in range(0, N, step):

@@ -21,6 +21,8 @@ SCATTER_COLD_S = 28e-9
 SCATTER_L3_S = 3.8e-9
 #: One entry of an index built from the codes (a widening multiply and adds, NumPy).
 KEY_S = 0.18e-9
+#: One entry of a blocked transposed copy of the codes (a run that holds them row-major, read feature-major).
+TRANSPOSE_S = 0.8e-9
 #: One cell of a count table read back: its ``m log m`` looked up and summed into an entropy.
 CELL_S = 1.4e-9
 #: Fixed cost of one block of a blocked count (allocation, a few NumPy / torch calls).

@@ -68,6 +68,8 @@ class Bincount(Strategy):
         rows = d.budget_rows if d.stream is None else d.n_kept  # streamed: every block is read
         scatter = _costs.scatter_seconds(cells * 8 * min(n, 64))
         s = n * rows * (2 * _costs.KEY_S + scatter) + n * cells * 8e-10
+        if req.kind == "class" and n * cells * 8 > _costs.CACHE_BLOCK_BYTES:  # joint_table's feature-major copy
+            s += d.transpose_seconds()
         if req.kind in ("pair", "pair_free", "pairs", "triple"):
             s += n * cells * 6 * _costs.CELL_S + _costs.QUANTITIES_CALL_S * _n_blocks(d, n, cells)
         elif req.kind == "relevance":
@@ -290,13 +292,13 @@ class Keyed(Strategy):
         margins = 2 if req.kind == "relevance" else 1 + (C > 1 and "h_xa" in _missing(req))
         step = max(1, _costs.CACHE_BLOCK_BYTES // (8 * per))
         return (n * M * (3 * _costs.KEY_S + scatter) + n * per * (0.3e-9 + margins * _costs.CELL_S)
-                + _costs.BLOCK_CALL_S * (n // step + 1))
+                + _costs.BLOCK_CALL_S * (n // step + 1) + d.transpose_seconds())
 
     def count(self, req: Request) -> Quantities:
         d = self.data
         need = _missing(req)
         C = 1 if req.kind == "pair_free" else d.n_classes
-        fm = d.codes.T.numpy()
+        fm = d.feature_major_codes()
         if req.kind == "relevance":
             xb, x = keyed_entropy_sums(fm, d.y.numpy().astype(np.int64), C, C, d.max_card, True)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})

@@ -21,13 +21,15 @@ from . import _costs
 from ._planner import CountingPlan, Planner, Request
 from ._sparse import SparseRows
 from ._spill import SpilledRows
-from ._tables import (
+from ._tables import (  # noqa: F401 (feature_major: the batch's import)
     _QUANTITIES,
     Quantities,
     TableInformation,
+    _blocked_transpose,
     _complete,
     _xlogx,
     entropies_of_counts,
+    feature_major,
     information_of_entropies,
     table_information,
 )
@@ -56,27 +58,6 @@ class GlobalRows(NamedTuple):
     weight: float
     most_rows: int
     missing: bool
-
-
-def _blocked_transpose(src: np.ndarray) -> np.ndarray:
-    """``src`` (A, B) transposed into new C-ordered (B, A) memory, in blocks of rows of about 256 KiB.
-
-    A block's strided writes stay in cache, which makes NumPy's copy loops faster than one
-    transposed copy or torch's ``contiguous``.
-    """
-    A, B = src.shape
-    out = np.empty((B, A), dtype=src.dtype)
-    rows = max(16, (1 << 18) // max(1, B * src.itemsize))
-    for s in range(0, A, rows):
-        out[:, s:s + rows] = src[s:s + rows].T
-    return out
-
-
-def feature_major(codes: torch.Tensor) -> torch.Tensor:
-    """``codes`` (M, N) as a transposed view of contiguous (N, M) memory (on the CPU by :func:`_blocked_transpose`)."""
-    if codes.device.type != "cpu":
-        return codes.T.contiguous().T
-    return torch.from_numpy(_blocked_transpose(codes.numpy())).T
 
 
 @dataclass
@@ -164,6 +145,7 @@ class SelectionData:
     _n_open: int = field(default=0, init=False, repr=False)  # features not retired
     _cols: Any = field(default=None, init=False, repr=False)  # see _open_columns (None: unknown, False: none)
     _pick_rows: np.ndarray | None = field(default=None, init=False, repr=False)  # see pick_keys
+    _fm: np.ndarray | None = field(default=None, init=False, repr=False)  # see feature_major_codes
     _pick_slot: np.ndarray | None = field(default=None, init=False, repr=False)  # row of each pick (-1: none)
     _n_picks: int = field(default=0, init=False, repr=False)
     _levels: int | bool | None = field(default=False, init=False, repr=False)  # see weight_levels (False: unset)
@@ -477,6 +459,29 @@ class SelectionData:
     def n_features(self) -> int:
         """Number of feature columns N."""
         return self.codes.shape[1]
+
+    def feature_major_codes(self) -> np.ndarray:
+        """The CPU codes as (N, M) NumPy memory, each feature's entries contiguous.
+
+        The held codes' memory, or, for a run that holds them row-major (``row_major``), one
+        transposed copy made at the first call and kept (:meth:`transpose_seconds` is its cost).
+
+        Returns
+        -------
+        ndarray of shape (N, M)
+        """
+        fm = self.codes.T.numpy()
+        if fm.flags.c_contiguous or fm.shape[0] <= 1:
+            return fm
+        if self._fm is None:
+            self._fm = _blocked_transpose(self.codes.numpy())
+        return self._fm
+
+    def transpose_seconds(self) -> float:
+        """Estimated seconds :meth:`feature_major_codes` still has to spend on a copy (0 once none is needed)."""
+        if self._fm is not None or self.codes.ndim != 2 or self.codes.shape[1] <= 1 or self.codes.stride(0) == 1:
+            return 0.0
+        return self.codes.numel() * _costs.TRANSPOSE_S
 
     def row_major_codes(self) -> np.ndarray | None:
         """The codes as C-ordered (M, N) NumPy memory: the caller's, or one transposed copy kept.

@@ -147,13 +147,13 @@ class Sorted(Strategy):
         if margins > 1:  # the (x, a) margin: keys of fewer cells
             runs += _costs.run_seconds(n, M, d.max_card * A) * (margins - 1)
         return (_costs.sort_seconds(n, M) + 2 * n * M * _costs.KEY_S + runs
-                + _costs.BLOCK_CALL_S * (n * M // _BLOCK_KEYS + 1))
+                + _costs.BLOCK_CALL_S * (n * M // _BLOCK_KEYS + 1) + d.transpose_seconds())
 
     def count(self, req: Request):
         d = self.data
         need = _missing_entropies(req)
         C = 1 if req.kind == "pair_free" else d.n_classes
-        fm = d.codes.T.numpy()  # (N, M) feature-major
+        fm = d.feature_major_codes()
         if req.kind == "relevance":
             xb, x = sorted_entropy_sums(fm, d.y.numpy().astype(np.int64), C, C, d.max_card, True)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})

@@ -113,18 +113,25 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
     complete = _complete(codes, ab_ok) if complete is None else complete
     blocks = list(chunk_ranges(n, 4 * max(1, M), block_budget(dev)))
     widest = max((e - s for s, e in blocks), default=0)
-    if (dev.type == "cpu" and complete and weights is None and 1 < widest < n and codes.stride(1) == 1
-            and n * per * 8 <= _costs.CACHE_BLOCK_BYTES):
-        # row-major codes, many rows, few narrow tables: blocks of columns would make NumPy loop
-        # over a few entries per row; blocks of whole rows read contiguous slabs into one
-        # cache-sized histogram
-        return _row_blocks(codes, per, card_a * card_b, ab, dtype).view(n, card, card_a, card_b)
+    if dev.type == "cpu" and complete and weights is None and 1 < widest < n and codes.stride(1) == 1:
+        if n * per * 8 <= _costs.CACHE_BLOCK_BYTES:
+            # row-major codes, many rows, few narrow tables: blocks of columns would make NumPy
+            # loop over a few entries per row; blocks of whole rows read contiguous slabs into
+            # one cache-sized histogram
+            counts = torch.zeros(n, per, dtype=torch.int64)
+            _row_blocks(codes, card, card_a * card_b, ab, counts)
+            return _to_value_major(counts, card, card_a, card_b, dtype)
+        # wider tables: a row's updates would scatter over all of them; a feature-major copy
+        # keeps each candidate's run of updates in one table (benchmarks/bench_counting_costs.py)
+        codes = feature_major(codes)
     itype = torch.int32 if widest * per + 1 < 2**31 else torch.int64
     ab = ab.to(itype)
     # weighted counts are summed in float64 (exact for integral weights, one rounding to ``dtype``
     # for fractional ones instead of one per addition)
     w = None if weights is None else weights.to(torch.float64)
-    out = torch.empty(n, per, dtype=dtype, device=dev)
+    cpu = dev.type == "cpu"
+    # the CPU's keys put the other columns before x: each block's counts are transposed into place
+    out = torch.empty((n, card, per // card) if cpu else (n, per), dtype=dtype, device=dev)
     # feature-major codes (a transposed view, as SelectionData holds them): a block of
     # candidates is one contiguous slab, read in (candidate, sample) order
     fm = n > 1 and M > 1 and codes.stride(0) == 1
@@ -132,8 +139,8 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         g = e - s
         c = codes[:, s:e].T if fm else codes[:, s:e]  # (g, M) contiguous, or (M, g)
         cand = torch.arange(g, dtype=itype, device=dev) * per
-        if dev.type == "cpu":  # NumPy's integer loops: several times faster than torch's here
-            idx = torch.from_numpy(_cpu_index(c.numpy(), card_a * card_b, ab.numpy(), cand.numpy(), fm))
+        if cpu:  # NumPy's integer loops: several times faster than torch's here
+            idx = torch.from_numpy(_cpu_index(c.numpy(), card, ab.numpy(), cand.numpy(), fm))
         else:  # a fresh copy: the in-place ops below must never touch the caller's codes
             idx = c.to(itype, memory_format=torch.contiguous_format, copy=True).mul_(card_a * card_b)
             if fm:
@@ -144,35 +151,82 @@ def joint_table(codes: torch.Tensor, card: int, a: torch.Tensor | None = None, c
         if not complete:
             idx.masked_fill_((c < 0) | (~ab_ok[None, :] if fm else ~ab_ok[:, None]), nbins)  # the discarded bin
         vals = None if w is None else (w[None, :].expand(g, M) if fm else w[:, None].expand(M, g)).reshape(-1)
-        out[s:s + g] = _count(idx.view(-1), nbins + 1, vals, dtype if w is None else torch.float64)[:nbins].view(g, per)
-        del idx, vals  # before the next block's are made: one block's index at a time
+        cnt = _count(idx.view(-1), nbins + 1, vals, dtype if w is None else torch.float64)[:nbins]
+        out[s:s + g] = cnt.view(g, per // card, card).transpose(1, 2) if cpu else cnt.view(g, per)
+        del idx, vals, cnt  # before the next block's are made: one block's index at a time
     return out.view(n, card, card_a, card_b)
 
 
-def _row_blocks(codes: torch.Tensor, per: int, scale: int, ab: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """:func:`joint_table` of complete, unweighted row-major CPU codes (M, n) by blocks of rows: (n, per)."""
+def _to_value_major(t: torch.Tensor, card: int, card_a: int, card_b: int, dtype: torch.dtype) -> torch.Tensor:
+    """Counts laid out (candidate, a, b, x) as :func:`joint_table`'s (candidate, x, a, b) tables in ``dtype``."""
+    n = t.shape[0]
+    out = torch.empty(n, card, card_a * card_b, dtype=dtype)
+    out.copy_(t.view(n, card_a * card_b, card).transpose(1, 2))
+    return out.view(n, card, card_a, card_b)
+
+
+def _row_blocks(codes: torch.Tensor, card: int, other: int, ab: torch.Tensor, out: torch.Tensor) -> None:
+    """Add the counts of complete, unweighted row-major CPU codes (M, n) to ``out`` (n, other * card), by blocks of rows.
+
+    Laid out (candidate, other, x), as :func:`_cpu_index` counts.
+    """
     M, n = codes.shape
+    per = card * other
     src = codes.numpy()
     abn = ab.to(torch.int32).numpy()
-    cand = np.arange(n, dtype=np.int32) * per
-    total = torch.zeros(n * per, dtype=torch.int64)
-    rows = max(1, block_budget(codes.device) // max(1, 4 * n))
+    offsets = _offsets(card, abn, np.arange(n, dtype=np.int32) * per)
+    total = out.view(-1)
+    # the index about in cache, yet several entries per bin (each block adds its whole table);
+    # one buffer for every block (fresh arrays of this size would be page-faulted in each time)
+    rows = min(M, max(1, max(_costs.CACHE_BLOCK_BYTES // 4, 4 * n * per) // max(1, n)))
+    buf = np.empty((rows, n), dtype=np.int32)
     for s in range(0, M, rows):
-        idx = _cpu_index(src[s:s + rows], scale, abn[s:s + rows], cand, False)
+        e = min(M, s + rows)
+        idx = buf[:e - s]
+        np.take(offsets, abn[s:e], axis=0, out=idx)
+        np.add(idx, src[s:e], out=idx, casting="unsafe")  # codes within [0, card): exact in int32
         total += torch.bincount(torch.from_numpy(idx).view(-1), minlength=n * per)
-    return total.to(dtype).view(n, per)
 
 
-def _cpu_index(c: np.ndarray, scale: int, ab: np.ndarray, cand: np.ndarray, fm: bool) -> np.ndarray:
-    """``c * scale + ab + cand`` (sample axis 1 if ``fm`` else 0) as a new C-ordered array of ``ab``'s dtype.
+def _offsets(card: int, ab: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """The (other value, candidate) bin offsets ``value * card + cand`` of :func:`_cpu_index`'s row-major keys."""
+    return np.arange(0, card * (int(ab.max(initial=0)) + 1), card, dtype=ab.dtype)[:, None] + cand[None, :]
 
-    On the CPU NumPy's integer loops (one multiply with a widening cast, two broadcast adds)
-    build a block's bin indices several times faster than the same torch ops.
+
+def _cpu_index(c: np.ndarray, card: int, ab: np.ndarray, cand: np.ndarray, fm: bool) -> np.ndarray:
+    """Bin indices ``cand + ab * card + c`` (sample axis 1 if ``fm`` else 0), C-ordered, of ``ab``'s dtype.
+
+    The other columns vary slower than the candidate's own code (the tables come out laid out
+    (candidate, other, x)), so the sample's offset and the candidate's combine into one term:
+    on row-major codes one widening add of a gathered (row, candidate) offset table, on
+    feature-major codes two adds; NumPy's integer loops beat the same torch ops here.
     """
-    idx = np.multiply(c, scale, dtype=ab.dtype, order="C")
-    np.add(idx, ab[None, :] if fm else ab[:, None], out=idx)
-    np.add(idx, cand[:, None] if fm else cand[None, :], out=idx)
-    return idx
+    if fm:
+        idx = np.add(c, (ab * card)[None, :], dtype=ab.dtype)
+        np.add(idx, cand[:, None], out=idx)
+        return idx
+    return np.add(c, _offsets(card, ab, cand)[ab], dtype=ab.dtype)
+
+
+def _blocked_transpose(src: np.ndarray) -> np.ndarray:
+    """``src`` (A, B) transposed into new C-ordered (B, A) memory, in blocks of rows of about 256 KiB.
+
+    A block's strided writes stay in cache, which makes NumPy's copy loops faster than one
+    transposed copy or torch's ``contiguous``.
+    """
+    A, B = src.shape
+    out = np.empty((B, A), dtype=src.dtype)
+    rows = max(16, (1 << 18) // max(1, B * src.itemsize))
+    for s in range(0, A, rows):
+        out[:, s:s + rows] = src[s:s + rows].T
+    return out
+
+
+def feature_major(codes: torch.Tensor) -> torch.Tensor:
+    """``codes`` (M, N) as a transposed view of contiguous (N, M) memory (on the CPU by :func:`_blocked_transpose`)."""
+    if codes.device.type != "cpu":
+        return codes.T.contiguous().T
+    return torch.from_numpy(_blocked_transpose(codes.numpy())).T
 
 
 def one_hot(x: torch.Tensor, card: int, dtype: torch.dtype, drop_last: bool = False) -> torch.Tensor:
