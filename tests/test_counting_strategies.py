@@ -524,7 +524,7 @@ def test_a_row_major_run_copies_its_codes_feature_major_once_and_costs_the_copy(
 
 @pytest.mark.parametrize("shape", [(1000, 3), (700, 600), (5, 1), (3000, 40)])
 def test_feature_major_copy_is_the_transpose(shape):
-    from tensorprob.counting._selection import feature_major
+    from tensorprob.counting._tables import feature_major
 
     codes = torch.randint(-1, 7, shape, dtype=torch.int8)
     fm = feature_major(codes)

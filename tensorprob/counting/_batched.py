@@ -49,11 +49,12 @@ from .._device import chunk_ranges
 from . import _costs
 from ._grouped import grouped_seconds, weight_levels
 from ._planner import CountingPlan, Planner, Request, Strategy, register
-from ._selection import CLASS_FREE, SelectionData, feature_major
+from ._selection import CLASS_FREE, SelectionData
 from ._tables import (
     _XLOGX_MAX,
     ClassOuterInformation,
     _xlogx,
+    feature_major,
     joint_table,
     one_hot,
     rows_by_class,

@@ -21,7 +21,7 @@ from . import _costs
 from ._planner import CountingPlan, Planner, Request
 from ._sparse import SparseRows
 from ._spill import SpilledRows
-from ._tables import (  # noqa: F401 (feature_major: the batch's import)
+from ._tables import (
     _QUANTITIES,
     Quantities,
     TableInformation,
