@@ -30,7 +30,7 @@ from tensorprob.counting._bitsets import bitset_pair_tables
 from tensorprob.counting._dense import _block_quantities
 from tensorprob.counting._grouped import grouped_counts, grouped_work
 from tensorprob.counting._sorted import run_sums
-from tensorprob.counting._tables import _xlogx, joint_table, one_hot
+from tensorprob.counting._tables import _blocked_transpose, _xlogx, joint_table, one_hot
 
 
 def _cells_for_fraction(frac: float, M: int) -> int:
@@ -76,6 +76,9 @@ def fit(repeats: int) -> dict[str, float]:
         np.multiply(x, 50, dtype=np.int32, out=k)
         k.__iadd__(g)
     got["KEY_S"] = seconds(keys, repeats * 50) / x.size / 2
+    # the feature-major copy a row-major (MIM) run makes for the strategies that read columns
+    rows_major = rng.integers(0, 128, (10000, 1000)).astype(np.int16)
+    got["TRANSPOSE_S"] = seconds(lambda: _blocked_transpose(rows_major), repeats) / rows_major.size
     counts = torch.from_numpy(rng.integers(0, 100, (1000, 4000)))
     L = _xlogx(200, torch.device("cpu"))
     got["CELL_S"] = seconds(lambda: L.index_select(0, counts.view(-1)).view(1000, -1).sum(1), repeats) / counts.numel()

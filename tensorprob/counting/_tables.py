@@ -2,8 +2,9 @@
 
 :func:`joint_table` builds every table in one ``torch.bincount`` pass over the (M x
 candidates) codes with the combined index ``((cand * I + x_mc) * A + a_m) * B + b_m`` (I the
-largest cardinality), chunked over candidates so that the index and the table fit the memory
-budget. On the CPU, unweighted or integer-weighted tables of small alphabets are counted
+largest cardinality; on the CPU ``(cand * A * B + a_m * B + b_m) * I + x_mc``, transposed back
+as each block is written), chunked over candidates so that the index and the table fit the
+memory budget. On the CPU, unweighted or integer-weighted tables of small alphabets are counted
 without any scattered update by :func:`grouped_counts` (:func:`weighted_grouped_counts`) (rows sorted by the other columns, SIMD comparisons and byte
 sums per run of rows), whichever its cost model (:func:`grouped_is_cheaper`) finds cheaper:
 the same integer counts. Entries with a missing (-1) value in any of the columns involved are
