@@ -68,7 +68,7 @@ class Bincount(Strategy):
         rows = d.budget_rows if d.stream is None else d.n_kept  # streamed: every block is read
         scatter = _costs.scatter_seconds(cells * 8 * min(n, 64))
         s = n * rows * (2 * _costs.KEY_S + scatter) + n * cells * 8e-10
-        if req.kind == "class" and n * cells * 8 > _costs.CACHE_BLOCK_BYTES:  # joint_table's feature-major copy
+        if n * cells * 8 > _costs.CACHE_BLOCK_BYTES:  # joint_table's feature-major copy of row-major codes
             s += d.transpose_seconds()
         if req.kind in ("pair", "pair_free", "pairs", "triple"):
             s += n * cells * 6 * _costs.CELL_S + _costs.QUANTITIES_CALL_S * _n_blocks(d, n, cells)
