@@ -225,17 +225,26 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
     xab = np.empty(n) if full else None
     xa = np.empty(n) if margin else None
     step = max(1, min(n, _costs.CACHE_BLOCK_BYTES // (8 * per), (2**31 - 1) // max(per, 1)))
-    offsets = (np.arange(step, dtype=np.int64) * per)[:, None]
     kt = np.int32 if step * per < 2**31 else np.int64
+    offsets = (np.arange(step, dtype=kt) * per)[:, None]
     rows, which = (g, None) if isinstance(g, np.ndarray) else g
+    # one buffer of each size for every block: fresh ones of some megabytes would each be
+    # page-faulted in again (and make the time of a run swing with the allocator's state)
+    keys = np.empty((min(n, step), M), dtype=kt)
+    groups = rows.astype(kt, copy=False) if which is None else np.empty((min(n, step), M), dtype=rows.dtype)
+    logs = torch.empty(min(n, step) * per, dtype=L.dtype) if full else None
     for s in range(0, n, step):
         e = min(n, s + step)
-        k = np.multiply(x[s:e], stride, dtype=kt, order="C")
-        k += (rows if which is None else rows[which[s:e]]).astype(kt, copy=False)
-        k += offsets[:e - s].astype(kt, copy=False)
+        k = keys[:e - s]
+        np.multiply(x[s:e], stride, dtype=kt, out=k)
+        if which is None:
+            k += groups
+        else:
+            np.add(k, np.take(rows, which[s:e], axis=0, out=groups[:e - s]), out=k, casting="unsafe")
+        k += offsets[:e - s]
         cnt = torch.bincount(torch.from_numpy(k).view(-1), minlength=(e - s) * per)
         if full:
-            xab[s:e] = L.index_select(0, cnt).view(e - s, per).sum(1).numpy()
+            xab[s:e] = torch.index_select(L, 0, cnt, out=logs[:(e - s) * per]).view(e - s, per).sum(1).numpy()
         if margin:
             m = cnt.view(e - s, per // C, C).sum(2)
             xa[s:e] = L.index_select(0, m.view(-1)).view(e - s, -1).sum(1).numpy()
