@@ -473,8 +473,9 @@ def test_run_sums_equal_the_counts_of_sorted_rows(M, span):
 def test_entropy_sum_kernels_equal_brute_force(kernel, M, I, A, C):
     """The sorted and the keyed kernels: sum c log c of the (x, a, class) tables and of their (x, a) margins.
 
-    The keyed kernel's two ways are both here: one NumPy histogram of few keys and cells (333 x 5,
-    60 x 3 with 9 classes) and cache-sized torch blocks (the others)."""
+    The keyed kernel's two ways are both here: one NumPy histogram of few keys and cells (333 x 5
+    with 2 classes, its class margin by adds of slices; 60 x 3 with 9 classes, by one segmented
+    sum) and cache-sized torch blocks (the others)."""
     rng = np.random.default_rng(M + I)
     x = rng.integers(0, I, (17, M))
     a = rng.integers(0, A, M)

@@ -27,6 +27,7 @@ from ._tables import (
     Quantities,
     _axis_sum,
     _xlogx,
+    _xlogx_np,
     joint_table,
     one_hot,
     quantities_of,
@@ -260,7 +261,7 @@ def _small_entropy_sums(x: np.ndarray, g, stride: int, C: int, per: int, margin:
                         full: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
     """:func:`keyed_entropy_sums` of a few candidates, one NumPy histogram of all their keys."""
     n, M = x.shape
-    L = _xlogx(M, _CPU).numpy()
+    L = _xlogx_np(M)
     rows, which = (g, None) if isinstance(g, np.ndarray) else g
     k = np.multiply(x, stride, dtype=np.intp)
     k += rows if which is None else rows[which]
@@ -268,8 +269,9 @@ def _small_entropy_sums(x: np.ndarray, g, stride: int, C: int, per: int, margin:
     cnt = np.bincount(k.ravel(), minlength=n * per)
     xab = L.take(cnt).reshape(n, per).sum(1) if full else None
     xa = None
-    if margin:  # the class margin (a short last axis: adds of its slices)
-        xa = L.take(_axis_sum(cnt.reshape(-1, C), 1)).reshape(n, per // C).sum(1)
+    if margin:  # the class margin: one segmented sum where the classes are many, else adds of a short axis's slices
+        m = np.add.reduceat(cnt, np.arange(0, cnt.size, C)) if C >= 8 else _axis_sum(cnt.reshape(-1, C), 1)
+        xa = L.take(m).reshape(n, per // C).sum(1)
     return xab, xa
 
 

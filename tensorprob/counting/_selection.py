@@ -8,6 +8,7 @@ it (:attr:`SelectionData.counting_plan`).
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from ._tables import (
     TableInformation,
     _blocked_transpose,
     _complete,
-    _xlogx,
+    _xlogx_np,
     entropies_of_counts,
     feature_major,
     information_of_entropies,
@@ -470,11 +471,9 @@ class SelectionData:
         -------
         ndarray of shape (N, M)
         """
-        fm = self.codes.T.numpy()
-        if fm.flags.c_contiguous or fm.shape[0] <= 1:
-            return fm
-        if self._fm is None:
-            self._fm = _blocked_transpose(self.codes.numpy())
+        if self._fm is None:  # kept: the lazy rounds ask for it at every round
+            fm = self.codes.T.numpy()
+            self._fm = fm if fm.flags.c_contiguous or fm.shape[0] <= 1 else _blocked_transpose(self.codes.numpy())
         return self._fm
 
     def transpose_seconds(self) -> float:
@@ -901,7 +900,7 @@ class SelectionData:
             top, t = (W * math.log(W), W) if W > 0 else (0.0, 1.0)  # no weight: every sum and entropy is 0
         else:
             M = self.n_total
-            L = _xlogx(M, torch.device("cpu")).numpy()
+            L = _xlogx_np(M)
             top, t = L[M], float(max(M, 1))
         if req.kind == "relevance":  # the class's entropy, the same for every table
             c = np.bincount(self.labels(), minlength=self.n_classes)
@@ -939,7 +938,8 @@ class SelectionData:
         return out
 
 
-def _entropies_of(needed: tuple[str, ...]) -> set[str]:
+@functools.lru_cache(maxsize=64)
+def _entropies_of(needed: tuple[str, ...]) -> frozenset[str]:
     """The entropies that the quantities ``needed`` are made of."""
     out = set()
     for q in needed:
@@ -947,7 +947,7 @@ def _entropies_of(needed: tuple[str, ...]) -> set[str]:
             out.add(q)
         else:
             out.update(_QUANTITIES[q][0], _QUANTITIES[q][1])
-    return out
+    return frozenset(out)
 
 
 def quantities_of_entropies(h: dict[str, torch.Tensor], needed: tuple[str, ...]) -> Quantities:

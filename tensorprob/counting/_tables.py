@@ -313,6 +313,16 @@ def _xlogx(n: int, device: torch.device) -> torch.Tensor:
     return table
 
 
+def _xlogx_np(n: int) -> np.ndarray:
+    """:func:`_xlogx`'s CPU table as a NumPy array (kept: the lazy rounds ask for it many times a step)."""
+    global _XLOGX_NP
+    if _XLOGX_NP is None or _XLOGX_NP.size <= n or _XLOGX.get(_CPU) is None:
+        _XLOGX_NP = _xlogx(n, _CPU).numpy()
+    return _XLOGX_NP
+
+
+_XLOGX_NP: np.ndarray | None = None
+
 _NAMES = {1: "x", 2: "a", 3: "b"}
 
 #: The dims of each entropy's margin (``h_xb``: x and b, dims 1 and 3).
