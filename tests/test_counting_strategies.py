@@ -485,10 +485,27 @@ def test_entropy_sum_kernels_equal_brute_force(kernel, M, I, A, C):
     keys = x * (A * C) + g
     np.testing.assert_allclose(full, [_brute_xlogx(r) for r in keys], rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(margin, [_brute_xlogx(r // C) for r in keys], rtol=1e-13, atol=1e-12)
+    # a transposed view of row-major codes (a MIM run's): the same sums
+    strided = np.ascontiguousarray(x.T).T
+    assert not strided.flags.c_contiguous
+    for got, want in zip(kernel(strided, g, A * C, C, I, True), (full, margin)):
+        np.testing.assert_array_equal(got, want)
     picks = rng.integers(0, A * C, (5, M))  # listed pairs: candidate i's groups are picks[which[i]]
     which = rng.integers(0, 5, 17)
     full, _ = kernel(x, (picks, which), A * C, C, I, False)
     np.testing.assert_allclose(full, [_brute_xlogx(r) for r in x * (A * C) + picks[which]], rtol=1e-13, atol=1e-12)
+
+
+def test_keyed_sums_of_row_major_codes_beyond_the_cache_equal_feature_major_ones():
+    """Row-major codes larger than the last-level cache: the keyed kernel copies each block's
+    columns by blocks of rows into one buffer; the sums equal those of feature-major codes."""
+    rng = np.random.default_rng(11)
+    rows = rng.integers(0, 7, (4200, 4100)).astype(np.int8)  # beyond the last-level cache
+    y = rng.integers(0, 3, 4200)
+    got = keyed_entropy_sums(rows.T, y, 3, 3, 7, True)
+    want = keyed_entropy_sums(np.ascontiguousarray(rows.T), y, 3, 3, 7, True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -510,15 +527,20 @@ def test_feature_major_codes_count_as_row_major_ones(weighted):
 
 def test_a_row_major_run_copies_its_codes_feature_major_once_and_costs_the_copy():
     """A run holding the caller's row-major codes (MIM) gives the strategies that read a feature's
-    entries contiguously one transposed copy, estimated until made; a feature-major run its memory."""
-    codes, cards, y, C, _ = _codes("complete", M=300, N=9)
-    rows = codes.contiguous()
-    d = SelectionData(rows, cards, y, C, row_major=True)
+    entries one transposed copy where the codes outgrow the last-level cache (estimated until made),
+    else the codes in place; a feature-major run its memory."""
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 2, (4200,), generator=g)
+    rows = torch.randint(0, 3, (4200, 4100), dtype=torch.int8, generator=g)  # beyond the last-level cache
+    d = SelectionData(rows, 3, y, 2, row_major=True)
     assert d.codes.stride(1) == 1 and d.transpose_seconds() > 0
     fm = d.feature_major_codes()
     assert fm.flags.c_contiguous and np.array_equal(fm, rows.numpy().T)
     assert d.transpose_seconds() == 0 and d.feature_major_codes() is fm
-    held = SelectionData(rows, cards, y, C)
+    small = SelectionData(rows[:300, :9].contiguous(), 3, y[:300], 2, row_major=True)  # read in place
+    assert small.transpose_seconds() == 0
+    assert np.shares_memory(small.feature_major_codes(), small.codes.numpy())
+    held = SelectionData(rows[:300, :9].contiguous(), 3, y[:300], 2)
     assert held.transpose_seconds() == 0
     assert np.shares_memory(held.feature_major_codes(), held.codes.numpy())
 

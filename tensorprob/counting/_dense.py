@@ -69,8 +69,9 @@ class Bincount(Strategy):
         rows = d.budget_rows if d.stream is None else d.n_kept  # streamed: every block is read
         scatter = _costs.scatter_seconds(cells * 8 * min(n, 64))
         s = n * rows * (2 * _costs.KEY_S + scatter) + n * cells * 8e-10
-        if n * cells * 8 > _costs.CACHE_BLOCK_BYTES:  # joint_table's feature-major copy of row-major codes
-            s += d.transpose_seconds()
+        c = d.codes
+        if n * cells * 8 > _costs.CACHE_BLOCK_BYTES and c.ndim == 2 and c.shape[1] > 1 and c.stride(0) != 1:
+            s += c.numel() * _costs.TRANSPOSE_S  # joint_table's feature-major copy of row-major codes
         if req.kind in ("pair", "pair_free", "pairs", "triple"):
             s += n * cells * 6 * _costs.CELL_S + _costs.QUANTITIES_CALL_S * _n_blocks(d, n, cells)
         elif req.kind == "relevance":
@@ -232,12 +233,18 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
     # one buffer of each size for every block: fresh ones of some megabytes would each be
     # page-faulted in again (and make the time of a run swing with the allocator's state)
     keys = np.empty((min(n, step), M), dtype=kt)
+    # a transposed view of row-major codes (a MIM run's) beyond the last-level cache: each block's
+    # columns are copied into one buffer by blocks of rows, instead of a copy of all the codes
+    # (fresh memory: page faults); within the cache strided reads cost about what copies would
+    strided = (n > 1 and M > 1 and not x.flags.c_contiguous and x.T.flags.c_contiguous
+               and x.nbytes > _costs.CACHE_L3_BYTES)
+    block = np.empty((min(n, step), M), dtype=x.dtype) if strided else None
     groups = rows.astype(kt, copy=False) if which is None else np.empty((min(n, step), M), dtype=rows.dtype)
     logs = torch.empty(min(n, step) * per, dtype=L.dtype) if full else None
     for s in range(0, n, step):
         e = min(n, s + step)
         k = keys[:e - s]
-        np.multiply(x[s:e], stride, dtype=kt, out=k)
+        np.multiply(_rows_of(x, s, e, block) if strided else x[s:e], stride, dtype=kt, out=k)
         if which is None:
             k += groups
         else:
@@ -250,6 +257,15 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
             m = cnt.view(e - s, per // C, C).sum(2)
             xa[s:e] = L.index_select(0, m.view(-1)).view(e - s, -1).sum(1).numpy()
     return xab, xa
+
+
+def _rows_of(x: np.ndarray, s: int, e: int, out: np.ndarray) -> np.ndarray:
+    """Rows ``s:e`` of the transposed view ``x`` of row-major memory, copied into ``out`` by blocks of its rows."""
+    src, dst = x.T, out[:e - s]  # src: (M, n) row-major
+    rows = max(16, (1 << 18) // max(1, (e - s) * x.itemsize))  # a block's strided writes stay in cache
+    for r in range(0, src.shape[0], rows):
+        dst[:, r:r + rows] = src[r:r + rows, s:e].T
+    return dst
 
 
 #: Keys (and cells) up to which :func:`keyed_entropy_sums` counts in NumPy in one block: below it
@@ -302,14 +318,17 @@ class Keyed(Strategy):
         scatter = _costs.scatter_seconds(8 * per)
         margins = 2 if req.kind == "relevance" else 1 + (C > 1 and "h_xa" in _missing(req))
         step = max(1, _costs.CACHE_BLOCK_BYTES // (8 * per))
-        return (n * M * (3 * _costs.KEY_S + scatter) + n * per * (0.3e-9 + margins * _costs.CELL_S)
-                + _costs.BLOCK_CALL_S * (n // step + 1) + d.transpose_seconds())
+        c = d.codes  # row-major codes beyond the last-level cache: each block transposed
+        strided = (c.ndim == 2 and c.shape[1] > 1 and c.stride(0) != 1
+                   and c.numel() * c.element_size() > _costs.CACHE_L3_BYTES)
+        return (n * M * (3 * _costs.KEY_S + scatter + (_costs.TRANSPOSE_S if strided else 0.0))
+                + n * per * (0.3e-9 + margins * _costs.CELL_S) + _costs.BLOCK_CALL_S * (n // step + 1))
 
     def count(self, req: Request) -> Quantities:
         d = self.data
         need = _missing(req)
         C = 1 if req.kind == "pair_free" else d.n_classes
-        fm = d.feature_major_codes()
+        fm = d.codes.T.numpy()  # (N, M): a strided view of a row-major run's codes, its blocks transposed in turn
         if req.kind == "relevance":
             xb, x = keyed_entropy_sums(fm, d.y.numpy().astype(np.int64), C, C, d.max_card, True)
             return d.entropies_from_sums(req, {"h_xb": xb, "h_x": x})

@@ -464,8 +464,9 @@ class SelectionData:
     def feature_major_codes(self) -> np.ndarray:
         """The CPU codes as (N, M) NumPy memory, each feature's entries contiguous.
 
-        The held codes' memory, or, for a run that holds them row-major (``row_major``), one
-        transposed copy made at the first call and kept (:meth:`transpose_seconds` is its cost).
+        The held codes' memory, or, for a run that holds them row-major (``row_major``), a
+        strided view of them where they fit the last-level cache, else one transposed copy made
+        at the first call and kept (:meth:`transpose_seconds` is its cost).
 
         Returns
         -------
@@ -473,12 +474,16 @@ class SelectionData:
         """
         if self._fm is None:  # kept: the lazy rounds ask for it at every round
             fm = self.codes.T.numpy()
-            self._fm = fm if fm.flags.c_contiguous or fm.shape[0] <= 1 else _blocked_transpose(self.codes.numpy())
+            # codes within the last-level cache are read strided at about the cost of a copy
+            in_place = fm.flags.c_contiguous or fm.shape[0] <= 1 or fm.nbytes <= _costs.CACHE_L3_BYTES
+            self._fm = fm if in_place else _blocked_transpose(self.codes.numpy())
         return self._fm
 
     def transpose_seconds(self) -> float:
         """Estimated seconds :meth:`feature_major_codes` still has to spend on a copy (0 once none is needed)."""
-        if self._fm is not None or self.codes.ndim != 2 or self.codes.shape[1] <= 1 or self.codes.stride(0) == 1:
+        c = self.codes
+        if (self._fm is not None or c.ndim != 2 or c.shape[1] <= 1 or c.stride(0) == 1
+                or c.numel() * c.element_size() <= _costs.CACHE_L3_BYTES):
             return 0.0
         return self.codes.numel() * _costs.TRANSPOSE_S
 
