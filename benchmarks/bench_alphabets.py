@@ -217,7 +217,9 @@ def main(argv=None) -> None:
                        options={"part": ("all", "which table", ["all", "planted", "skfeature"]),
                                 "timeout": (300.0, "seconds per call"),
                                 "methods": (",".join(METHODS), "methods to run, comma-separated; the other "
-                                            "methods' rows are kept from the part's CSV file")})
+                                            "methods' rows are kept from the part's CSV file"),
+                                "data": ("", "run only the data sets whose label contains one of these "
+                                         "comma-separated strings; the other sets' rows are kept")})
     args = SCRIPT.parse(ap, argv)
     if args.from_csv:
         SCRIPT.write_text(report(_read_parts()))
@@ -241,12 +243,20 @@ def main(argv=None) -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         ap.error(f"unknown methods {unknown}; choose from {METHODS}")
+    wanted = [w.strip() for w in args.data.split(",") if w.strip()]
+    run = [(p, label, load) for p, label, load in sets if not wanted or any(w in label for w in wanted)]
     parts = {} if SCRIPT.quick else _read_parts()  # a run of one part keeps the other's table
-    kept = {}  # (part, data, method) -> row of an earlier run, for the methods not run now
+    kept = {}  # (part, data, method) -> row of an earlier run, for the methods and sets not run now
+    ran = {label for _, label, _ in run}
     for part in {p for p, _, _ in sets}:
-        kept.update({(part, r["data"], r["method"]): r for r in parts.get(part, []) if r["method"] not in methods})
+        kept.update({(part, r["data"], r["method"]): r for r in parts.get(part, [])
+                     if r["method"] not in methods or r["data"] not in ran})
         parts[part] = []
     for part, label, load in sets:
+        if label not in ran:  # its earlier rows, in the table's order
+            parts[part] += [kept[(part, label, m)] for m in METHODS if (part, label, m) in kept]
+            SCRIPT.write_csv(part, parts[part])
+            continue
         X, y = load()
         stem = os.path.join(tmp, label.replace(" ", "_"))
         np.save(stem + "_X.npy", X)
@@ -276,6 +286,7 @@ def main(argv=None) -> None:
             parts[part].append(row)
             print(" | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()), flush=True)
             SCRIPT.write_csv(part, parts[part])
+        SCRIPT.write_csv(part, parts[part])  # with the kept rows after the last measured one
     SCRIPT.write_text(report(parts))
 
 
