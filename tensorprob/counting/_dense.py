@@ -318,10 +318,8 @@ class Keyed(Strategy):
         scatter = _costs.scatter_seconds(8 * per)
         margins = 2 if req.kind == "relevance" else 1 + (C > 1 and "h_xa" in _missing(req))
         step = max(1, _costs.CACHE_BLOCK_BYTES // (8 * per))
-        c = d.codes  # row-major codes beyond the last-level cache: each block transposed
-        strided = (c.ndim == 2 and c.shape[1] > 1 and c.stride(0) != 1
-                   and c.numel() * c.element_size() > _costs.CACHE_L3_BYTES)
-        return (n * M * (3 * _costs.KEY_S + scatter + (_costs.TRANSPOSE_S if strided else 0.0))
+        transposed = _costs.TRANSPOSE_S if d.large_row_major else 0.0  # each block's columns copied
+        return (n * M * (3 * _costs.KEY_S + scatter + transposed)
                 + n * per * (0.3e-9 + margins * _costs.CELL_S) + _costs.BLOCK_CALL_S * (n // step + 1))
 
     def count(self, req: Request) -> Quantities:

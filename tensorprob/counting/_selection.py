@@ -473,17 +473,23 @@ class SelectionData:
         ndarray of shape (N, M)
         """
         if self._fm is None:  # kept: the lazy rounds ask for it at every round
-            fm = self.codes.T.numpy()
-            # codes within the last-level cache are read strided at about the cost of a copy
-            in_place = fm.flags.c_contiguous or fm.shape[0] <= 1 or fm.nbytes <= _costs.CACHE_L3_BYTES
-            self._fm = fm if in_place else _blocked_transpose(self.codes.numpy())
+            self._fm = _blocked_transpose(self.codes.numpy()) if self.large_row_major else self.codes.T.numpy()
         return self._fm
+
+    @property
+    def large_row_major(self) -> bool:
+        """The codes are held row-major (a MIM run's) and outgrow the last-level cache.
+
+        Read a feature at a time, such codes are copied feature-major (once, or a block of
+        columns at a time); within the cache strided reads cost about what a copy would.
+        """
+        c = self.codes
+        return (c.ndim == 2 and c.shape[1] > 1 and c.stride(0) != 1
+                and c.numel() * c.element_size() > _costs.CACHE_L3_BYTES)
 
     def transpose_seconds(self) -> float:
         """Estimated seconds :meth:`feature_major_codes` still has to spend on a copy (0 once none is needed)."""
-        c = self.codes
-        if (self._fm is not None or c.ndim != 2 or c.shape[1] <= 1 or c.stride(0) == 1
-                or c.numel() * c.element_size() <= _costs.CACHE_L3_BYTES):
+        if self._fm is not None or not self.large_row_major:
             return 0.0
         return self.codes.numel() * _costs.TRANSPOSE_S
 
