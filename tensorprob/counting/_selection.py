@@ -471,6 +471,7 @@ class SelectionData:
         Returns
         -------
         ndarray of shape (N, M)
+            Feature m's entries are row m (a view of the held codes, or the kept copy).
         """
         if self._fm is None:  # kept: the lazy rounds ask for it at every round
             self._fm = _blocked_transpose(self.codes.numpy()) if self.large_row_major else self.codes.T.numpy()
@@ -488,7 +489,14 @@ class SelectionData:
                 and c.numel() * c.element_size() > _costs.CACHE_L3_BYTES)
 
     def transpose_seconds(self) -> float:
-        """Estimated seconds :meth:`feature_major_codes` still has to spend on a copy (0 once none is needed)."""
+        """Estimated seconds :meth:`feature_major_codes` still has to spend on a copy.
+
+        Returns
+        -------
+        float
+            ``TRANSPOSE_S`` per entry for large row-major codes not yet copied; 0 once copied or
+            where no copy is made.
+        """
         if self._fm is not None or not self.large_row_major:
             return 0.0
         return self.codes.numel() * _costs.TRANSPOSE_S
