@@ -26,6 +26,7 @@ from ._tables import (
     _XLOGX_MAX,
     Quantities,
     _axis_sum,
+    _blocked_transpose,
     _xlogx,
     _xlogx_np,
     joint_table,
@@ -244,7 +245,7 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
     for s in range(0, n, step):
         e = min(n, s + step)
         k = keys[:e - s]
-        np.multiply(_rows_of(x, s, e, block) if strided else x[s:e], stride, dtype=kt, out=k)
+        np.multiply(_blocked_transpose(x.T[:, s:e], block[:e - s]) if strided else x[s:e], stride, dtype=kt, out=k)
         if which is None:
             k += groups
         else:
@@ -257,15 +258,6 @@ def keyed_entropy_sums(x: np.ndarray, g: np.ndarray, stride: int, C: int, top: i
             m = cnt.view(e - s, per // C, C).sum(2)
             xa[s:e] = L.index_select(0, m.view(-1)).view(e - s, -1).sum(1).numpy()
     return xab, xa
-
-
-def _rows_of(x: np.ndarray, s: int, e: int, out: np.ndarray) -> np.ndarray:
-    """Rows ``s:e`` of the transposed view ``x`` of row-major memory, copied into ``out`` by blocks of its rows."""
-    src, dst = x.T, out[:e - s]  # src: (M, n) row-major
-    rows = max(16, (1 << 18) // max(1, (e - s) * x.itemsize))  # a block's strided writes stay in cache
-    for r in range(0, src.shape[0], rows):
-        dst[:, r:r + rows] = src[r:r + rows, s:e].T
-    return dst
 
 
 #: Keys (and cells) up to which :func:`keyed_entropy_sums` counts in NumPy in one block: below it

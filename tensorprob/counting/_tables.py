@@ -209,14 +209,14 @@ def _cpu_index(c: np.ndarray, card: int, ab: np.ndarray, cand: np.ndarray, fm: b
     return np.add(c, _offsets(card, ab, cand)[ab], dtype=ab.dtype)
 
 
-def _blocked_transpose(src: np.ndarray) -> np.ndarray:
-    """``src`` (A, B) transposed into new C-ordered (B, A) memory, in blocks of rows of about 256 KiB.
+def _blocked_transpose(src: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``src`` (A, B) transposed into C-ordered (B, A) memory (new, or ``out``), in blocks of rows of about 256 KiB.
 
     A block's strided writes stay in cache, which makes NumPy's copy loops faster than one
     transposed copy or torch's ``contiguous``.
     """
     A, B = src.shape
-    out = np.empty((B, A), dtype=src.dtype)
+    out = np.empty((B, A), dtype=src.dtype) if out is None else out
     rows = max(16, (1 << 18) // max(1, B * src.itemsize))
     for s in range(0, A, rows):
         out[:, s:s + rows] = src[s:s + rows].T
@@ -316,7 +316,7 @@ def _xlogx(n: int, device: torch.device) -> torch.Tensor:
 def _xlogx_np(n: int) -> np.ndarray:
     """:func:`_xlogx`'s CPU table as a NumPy array (kept: the lazy rounds ask for it many times a step)."""
     global _XLOGX_NP
-    if _XLOGX_NP is None or _XLOGX_NP.size <= n or _XLOGX.get(_CPU) is None:
+    if _XLOGX_NP is None or _XLOGX_NP.size <= n:
         _XLOGX_NP = _xlogx(n, _CPU).numpy()
     return _XLOGX_NP
 
